@@ -1,0 +1,137 @@
+package suanli
+
+import "time"
+
+// Instance statuses (DESIGN §4). Stopping is the short time between a stop
+// request and the agent's confirmation; compute billing has already ended.
+const (
+	StatusPending    = "pending"
+	StatusScheduling = "scheduling"
+	StatusPulling    = "pulling"
+	StatusRunning    = "running"
+	StatusStopping   = "stopping"
+	StatusStopped    = "stopped"
+	StatusPreempting = "preempting"
+	StatusPreempted  = "preempted"
+	StatusLost       = "lost"
+	StatusExited     = "exited"
+	StatusFailed     = "failed"
+	StatusDestroyed  = "destroyed"
+)
+
+// Desired states the control plane asks an agent for.
+const (
+	DesiredRunning   = "running"
+	DesiredStopped   = "stopped"
+	DesiredDestroyed = "destroyed"
+)
+
+// Rental types (DESIGN §4).
+const (
+	RentalOnDemand      = "on-demand"
+	RentalInterruptible = "interruptible"
+	RentalReserved      = "reserved"
+)
+
+// Rates are an instance's prices, locked when it was created.
+type Rates struct {
+	ComputePerHour  Money `json:"compute_per_hour"` // the whole instance, while running
+	StoragePerMonth Money `json:"storage_per_gb_month"`
+	InetUpPerGB     Money `json:"inet_up_per_gb"`
+	InetDownPerGB   Money `json:"inet_down_per_gb"`
+	FeeBasisPoints  int64 `json:"fee_basis_points"` // platform fee out of provider earnings, 100 = 1%
+}
+
+// StoragePerHour is what the instance's disk costs per hour, running or not.
+func (r Rates) StoragePerHour(diskGB int64) Money {
+	return MulDiv(r.StoragePerMonth, diskGB*MicrosPerHour, MicrosPerMonth)
+}
+
+// Instance is a rental: a workload on a machine's GPUs (or cores), at locked
+// rates. Status is what the agent last reported (or what the control plane
+// concluded); Desired is what the renter asked for.
+type Instance struct {
+	ID            int64             `json:"id"`
+	AccountID     int64             `json:"account_id"`
+	MachineID     int64             `json:"machine_id"`
+	HostID        int64             `json:"host_id"` // the provider's account
+	Label         string            `json:"label,omitempty"`
+	Image         string            `json:"image"`
+	Cmd           []string          `json:"cmd,omitempty"`
+	Env           map[string]string `json:"env,omitempty"`
+	DiskGB        int64             `json:"disk_gb"`
+	GPUName       string            `json:"gpu_name,omitempty"`
+	GPUCount      int               `json:"num_gpus"`
+	GPUIndexes    []int             `json:"gpu_indexes,omitempty"`
+	CPUCores      int               `json:"cpu_cores"`
+	RAMGB         float64           `json:"ram_gb"`
+	RentalType    string            `json:"rental_type"`
+	Bid           Money             `json:"bid,omitempty"` // per hour for the whole instance (interruptible)
+	Rates         Rates             `json:"rates"`
+	Simulated     bool              `json:"simulated"`
+	Status        string            `json:"status"`
+	StatusMessage string            `json:"status_message,omitempty"`
+	Desired       string            `json:"desired_status"`
+	ExitCode      *int              `json:"exit_code,omitempty"`
+	CreatedAt     time.Time         `json:"created_at"`
+	StartedAt     *time.Time        `json:"started_at,omitempty"` // latest transition into running
+	DestroyedAt   *time.Time        `json:"destroyed_at,omitempty"`
+	UpdatedAt     time.Time         `json:"updated_at"`
+	Version       int64             `json:"version"`
+
+	// Filled on reads from the ledger and meters.
+	CostSoFar Money `json:"cost_so_far"`
+	BurnRate  Money `json:"burn_rate"` // per hour, now
+}
+
+// Live reports whether the instance still holds its machine's resources
+// (anything not destroyed).
+func (i *Instance) Live() bool { return i.Status != StatusDestroyed }
+
+// HoldsGPUs reports whether the instance's GPUs are unavailable to others:
+// any live instance that is not stopped, exited, failed or preempted.
+func (i *Instance) HoldsGPUs() bool {
+	switch i.Status {
+	case StatusDestroyed, StatusStopped, StatusExited, StatusFailed, StatusPreempted:
+		return false
+	}
+	return true
+}
+
+// InstanceCreate is a rental request.
+type InstanceCreate struct {
+	OfferID    int64             `json:"offer_id"`
+	Image      string            `json:"image"`
+	Cmd        []string          `json:"cmd,omitempty"`
+	Env        map[string]string `json:"env,omitempty"`
+	DiskGB     int64             `json:"disk_gb,omitempty"`   // default DefaultDiskGB
+	GPUCount   int               `json:"num_gpus,omitempty"`  // 0: every GPU the offer has free
+	CPUCores   int               `json:"cpu_cores,omitempty"` // CPU-only machines: 0 means all free cores
+	Label      string            `json:"label,omitempty"`
+	RentalType string            `json:"rental_type,omitempty"` // default on-demand, or interruptible when Bid is set
+	Bid        *Money            `json:"bid,omitempty"`
+}
+
+// DefaultDiskGB is the disk an instance gets when the renter names none.
+const DefaultDiskGB = 10
+
+// InstanceFilter selects instances; nil fields mean "any".
+type InstanceFilter struct {
+	ID        *int64
+	AccountID *int64
+	MachineID *int64
+	HostID    *int64
+	Live      *bool // true: not destroyed
+	Limit     int
+	Offset    int
+}
+
+// LogChunk is a piece of an instance's combined stdout/stderr, starting at
+// Offset bytes into the log. Next is where the following read starts.
+type LogChunk struct {
+	InstanceID int64  `json:"instance_id"`
+	Offset     int64  `json:"offset"`
+	Data       []byte `json:"data"`
+	Next       int64  `json:"next"`
+	Done       bool   `json:"done"` // the instance is gone: no more will come
+}

@@ -1,0 +1,90 @@
+package suanli
+
+import "time"
+
+// The agent sync protocol (DESIGN §2): the agent posts a SyncRequest with its
+// heartbeat, actual state, logs and usage; the server answers with the
+// desired state. The call is a long poll: when Wait is set and the desired
+// state's version equals KnownVersion, the server holds the reply until that
+// machine's desired state changes or the heartbeat interval passes.
+
+// SyncRequest is what an agent reports.
+type SyncRequest struct {
+	MachineID    int64            `json:"machine_id"`
+	AgentVersion string           `json:"agent_version"`
+	Runtime      string           `json:"runtime"`
+	Hardware     *Hardware        `json:"hardware,omitempty"` // sent at start and when it changed
+	Seq          int64            `json:"seq"`                // per-agent sequence number, increasing
+	KnownVersion int64            `json:"known_version"`      // the desired-state version the agent has
+	Wait         bool             `json:"wait"`
+	Instances    []InstanceReport `json:"instances"`
+	Logs         []LogChunk       `json:"logs,omitempty"`
+	Usage        []UsageReport    `json:"usage,omitempty"`
+}
+
+// InstanceReport is an agent's view of one instance.
+type InstanceReport struct {
+	ID        int64      `json:"id"`
+	Status    string     `json:"status"` // pulling, running, stopped, exited, failed
+	Message   string     `json:"message,omitempty"`
+	ExitCode  *int       `json:"exit_code,omitempty"`
+	StartedAt *time.Time `json:"started_at,omitempty"`
+	Telemetry *Telemetry `json:"telemetry,omitempty"`
+}
+
+// Telemetry is one instance's resource use, sampled by the agent.
+type Telemetry struct {
+	CPUPercent     float64 `json:"cpu_percent"`
+	MemoryMB       int64   `json:"memory_mb"`
+	GPUUtilPercent float64 `json:"gpu_util_percent"`
+	GPUMemoryMB    int64   `json:"gpu_memory_mb"`
+}
+
+// UsageReport carries an instance's cumulative traffic counters. Seq is the
+// agent's sequence number for this report, so the server bills each once.
+type UsageReport struct {
+	InstanceID int64 `json:"instance_id"`
+	Seq        int64 `json:"seq"`
+	TxBytes    int64 `json:"tx_bytes"`
+	RxBytes    int64 `json:"rx_bytes"`
+}
+
+// SyncResponse is the desired state for the machine.
+type SyncResponse struct {
+	MachineID         int64           `json:"machine_id"`
+	Version           int64           `json:"version"`
+	Instances         []InstanceSpec  `json:"instances"` // everything the machine should hold; anything else goes
+	HeartbeatInterval time.Duration   `json:"heartbeat_interval"`
+	LostAfter         time.Duration   `json:"lost_after"`
+	ServerTime        time.Time       `json:"server_time"`
+	LogOffsets        map[int64]int64 `json:"log_offsets,omitempty"` // how much of each log the server holds
+}
+
+// InstanceSpec is what the agent must run for one instance.
+type InstanceSpec struct {
+	ID         int64             `json:"id"`
+	Desired    string            `json:"desired"` // running or stopped
+	Image      string            `json:"image"`
+	Cmd        []string          `json:"cmd,omitempty"`
+	Env        map[string]string `json:"env,omitempty"`
+	DiskGB     int64             `json:"disk_gb"`
+	GPUIndexes []int             `json:"gpu_indexes,omitempty"`
+	GPUUUIDs   []string          `json:"gpu_uuids,omitempty"`
+	Simulated  bool              `json:"simulated"`
+	CPUCores   int               `json:"cpu_cores"`
+	RAMMB      int64             `json:"ram_mb"`
+	StopGrace  time.Duration     `json:"stop_grace"`
+}
+
+// JoinRequest registers a machine with a one-time join token.
+type JoinRequest struct {
+	Token    string   `json:"token"`
+	Hardware Hardware `json:"hardware"`
+	Runtime  string   `json:"runtime"`
+}
+
+// JoinResponse gives the agent its machine id and its own credential.
+type JoinResponse struct {
+	MachineID int64  `json:"machine_id"`
+	APIKey    string `json:"api_key"`
+}
