@@ -1,0 +1,5 @@
+// Package auth owns credentials: the format of API keys and join tokens
+// (prefix + random + checksum, so a leaked key is recognisable and a typo is
+// caught before any lookup), how they are hashed for storage, and the rules
+// for scopes and expiry. It stores nothing itself.
+package auth

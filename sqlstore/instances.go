@@ -1,0 +1,394 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/suanli/suanli"
+)
+
+const instanceCols = `id, account_id, machine_id, host_id, label, image, cmd, env, disk_gb, gpu_name, gpu_count, gpu_indexes, cpu_cores, ram_mb,
+	rental_type, bid, rates, simulated, status, status_message, desired, exit_code, created_at, started_at, destroyed_at, updated_at, version`
+
+func scanInstance(r scanner) (*suanli.Instance, error) {
+	var i suanli.Instance
+	var cmd, env, idx, rates string
+	var ramMB, bid, created, updated int64
+	var exit, started, destroyed sql.NullInt64
+	if err := r.Scan(&i.ID, &i.AccountID, &i.MachineID, &i.HostID, &i.Label, &i.Image, &cmd, &env, &i.DiskGB, &i.GPUName, &i.GPUCount, &idx,
+		&i.CPUCores, &ramMB, &i.RentalType, &bid, &rates, &i.Simulated, &i.Status, &i.StatusMessage, &i.Desired, &exit, &created,
+		&started, &destroyed, &updated, &i.Version); err != nil {
+		return nil, err
+	}
+	for _, f := range []struct {
+		s string
+		v any
+	}{{cmd, &i.Cmd}, {env, &i.Env}, {idx, &i.GPUIndexes}, {rates, &i.Rates}} {
+		if err := json.Unmarshal([]byte(f.s), f.v); err != nil {
+			return nil, fmt.Errorf("instance %d: %w", i.ID, err)
+		}
+	}
+	i.RAMGB = float64(ramMB) / 1024
+	i.Bid = suanli.Money(bid)
+	if exit.Valid {
+		c := int(exit.Int64)
+		i.ExitCode = &c
+	}
+	i.CreatedAt, i.UpdatedAt = fromUS(created), fromUS(updated)
+	i.StartedAt, i.DestroyedAt = fromUSPtr(started), fromUSPtr(destroyed)
+	return &i, nil
+}
+
+func jsonText(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// Placement is a plan for one instance, made by the scheduler from a
+// snapshot: the instance with its machine, GPUs, cores and locked rates
+// chosen. ApplyPlan re-checks it against the database.
+type Placement struct {
+	Instance *suanli.Instance
+	// HourlyCost is what the instance costs per hour (compute + storage); the
+	// renter's balance must cover one hour of it on top of what is running.
+	HourlyCost suanli.Money
+	// RAMMB is the memory given to the instance.
+	RAMMB int64
+}
+
+// ApplyPlan writes a placement in one transaction after re-checking that the
+// machine is listed, the GPUs (or cores) are still free and the renter's
+// balance covers an hour; it creates the instance, its meters and its first
+// event, and wakes the machine's agent. ECONFLICT when the snapshot was
+// stale (the message says what is free), EPAYMENTREQUIRED with the numbers.
+func (s *DB) ApplyPlan(ctx context.Context, p Placement, now time.Time) (*suanli.Instance, error) {
+	in := p.Instance
+	err := s.withTx(ctx, func(tx *Tx) error {
+		m, _, err := scanMachine(tx.queryRow(ctx, `SELECT `+machineCols+` FROM machines WHERE id = ?`, in.MachineID))
+		if isNoRows(err) {
+			return suanli.Errorf(suanli.ENOTFOUND, "offer %d not found", in.MachineID)
+		} else if err != nil {
+			return err
+		}
+		if !m.Listing.Listed {
+			return suanli.Errorf(suanli.ECONFLICT, "offer %d is no longer listed: search again", m.ID)
+		}
+		used, err := tx.gpusInUse(ctx, m.ID, 0)
+		if err != nil {
+			return err
+		}
+		for _, g := range in.GPUIndexes {
+			if slices.Contains(used, g) {
+				free := len(m.Hardware.GPUs) - len(used)
+				return suanli.Errorf(suanli.ECONFLICT, "offer %d has %d free GPUs, you asked for %d: rent %d or pick another offer",
+					m.ID, free, len(in.GPUIndexes), free)
+			}
+		}
+		cores, ram, err := tx.coresInUse(ctx, m.ID, 0)
+		if err != nil {
+			return err
+		}
+		if !m.IsGPU() {
+			if free := m.Hardware.CPUCores - cores; in.CPUCores > free {
+				return suanli.Errorf(suanli.ECONFLICT, "offer %d has %d free CPU cores, you asked for %d", m.ID, free, in.CPUCores)
+			}
+			if free := m.Hardware.RAMMB - ram; p.RAMMB > free {
+				return suanli.Errorf(suanli.ECONFLICT, "offer %d has %d MB of free RAM, you asked for %d", m.ID, free, p.RAMMB)
+			}
+		}
+		bal, err := tx.ledgerBalance(ctx, suanli.LedgerBalance(in.AccountID))
+		if err != nil {
+			return err
+		}
+		burn, err := tx.accountBurn(ctx, in.AccountID)
+		if err != nil {
+			return err
+		}
+		if bal < burn+p.HourlyCost {
+			if burn > 0 {
+				return suanli.Errorf(suanli.EPAYMENTREQUIRED, "balance %s does not cover one hour: your running instances burn %s/h and this rental costs %s/h; add credit or stop something first",
+					bal, burn, p.HourlyCost)
+			}
+			return suanli.Errorf(suanli.EPAYMENTREQUIRED, "balance %s does not cover one hour of this rental (%s/h): add credit first", bal, p.HourlyCost)
+		}
+		in.CreatedAt, in.UpdatedAt, in.Version = now, now, 1
+		id, err := tx.insert(ctx, `INSERT INTO instances (account_id, machine_id, host_id, label, image, cmd, env, disk_gb, gpu_name, gpu_count,
+			gpu_indexes, cpu_cores, ram_mb, rental_type, bid, rates, simulated, status, status_message, desired, created_at, updated_at, version)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			in.AccountID, in.MachineID, in.HostID, in.Label, in.Image, jsonText(in.Cmd), jsonText(in.Env), in.DiskGB, in.GPUName, in.GPUCount,
+			jsonText(in.GPUIndexes), in.CPUCores, p.RAMMB, in.RentalType, int64(in.Bid), jsonText(in.Rates), in.Simulated, in.Status,
+			in.StatusMessage, in.Desired, us(now), us(now), in.Version)
+		if err != nil {
+			return err
+		}
+		in.ID = id
+		in.RAMGB = float64(p.RAMMB) / 1024
+		nowUS := us(now)
+		fee := in.Rates.FeeBasisPoints
+		for _, m := range []*meter{
+			{Kind: suanli.MeterCompute, Rate: in.Rates.ComputePerHour, PeriodUS: suanli.MicrosPerHour},
+			{Kind: suanli.MeterStorage, Rate: in.Rates.StoragePerMonth * suanli.Money(in.DiskGB), PeriodUS: suanli.MicrosPerMonth, Active: true},
+			{Kind: suanli.MeterInetUp, Rate: in.Rates.InetUpPerGB, PeriodUS: 1_000_000_000},
+			{Kind: suanli.MeterInetDown, Rate: in.Rates.InetDownPerGB, PeriodUS: 1_000_000_000},
+		} {
+			m.InstanceID, m.AccountID, m.HostID, m.FeeBP, m.Since = id, in.AccountID, in.HostID, fee, nowUS
+			if err := tx.createMeter(ctx, m); err != nil {
+				return err
+			}
+		}
+		if err := tx.addEvent(ctx, id, now, in.Status, "created on machine "+fmt.Sprint(in.MachineID)); err != nil {
+			return err
+		}
+		return tx.bumpDesired(ctx, in.MachineID)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// accountBurn is what an account's active meters cost per hour now.
+func (tx *Tx) accountBurn(ctx context.Context, accountID int64) (suanli.Money, error) {
+	rows, err := tx.query(ctx, `SELECT rate, period_us FROM meters WHERE account_id = ? AND active = ?`, accountID, true)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	var burn suanli.Money
+	for rows.Next() {
+		var rate, period int64
+		if err := rows.Scan(&rate, &period); err != nil {
+			return 0, err
+		}
+		burn += suanli.MulDiv(suanli.Money(rate), suanli.MicrosPerHour, period)
+	}
+	return burn, rows.Err()
+}
+
+// AccountBurn is what an account's active meters cost per hour now.
+func (s *DB) AccountBurn(ctx context.Context, accountID int64) (suanli.Money, error) {
+	var b suanli.Money
+	err := s.read(ctx, func(tx *Tx) error {
+		var err error
+		b, err = tx.accountBurn(ctx, accountID)
+		return err
+	})
+	return b, err
+}
+
+func (tx *Tx) addEvent(ctx context.Context, instanceID int64, at time.Time, status, msg string) error {
+	_, err := tx.exec(ctx, `INSERT INTO instance_events (instance_id, at, status, message) VALUES (?, ?, ?, ?)`, instanceID, us(at), status, msg)
+	return err
+}
+
+// computeBilled reports whether compute is billed in a status (DESIGN §4).
+func computeBilled(status string) bool {
+	return status == suanli.StatusRunning || status == suanli.StatusPreempting
+}
+
+// UpdateInstance changes an instance in one transaction: fn edits a copy
+// (status, message, desired state, exit code); the meters follow the status
+// change as of at (compute runs while running or preempting, storage until
+// destroyed), an event is recorded, and the agent is woken when the desired
+// state changed. fn's error aborts without change. ENOTFOUND.
+func (s *DB) UpdateInstance(ctx context.Context, id int64, at, now time.Time, fn func(i *suanli.Instance) error) (*suanli.Instance, error) {
+	var out *suanli.Instance
+	err := s.withTx(ctx, func(tx *Tx) error {
+		old, err := scanInstance(tx.queryRow(ctx, `SELECT `+instanceCols+` FROM instances WHERE id = ?`, id))
+		if isNoRows(err) {
+			return notFound("instance", id)
+		} else if err != nil {
+			return err
+		}
+		in := *old
+		if err := fn(&in); err != nil {
+			return err
+		}
+		if in.Status == old.Status && in.Desired == old.Desired && in.StatusMessage == old.StatusMessage &&
+			equalExit(in.ExitCode, old.ExitCode) {
+			out = old
+			return nil
+		}
+		if in.Status != old.Status {
+			if in.Status == suanli.StatusRunning && !computeBilled(old.Status) {
+				t := at
+				in.StartedAt = &t
+			}
+			if in.Status == suanli.StatusDestroyed {
+				t := at
+				in.DestroyedAt = &t
+			}
+			ms, err := tx.instanceMeters(ctx, id)
+			if err != nil {
+				return err
+			}
+			atUS := us(at)
+			if m := ms[suanli.MeterCompute]; m != nil {
+				if err := tx.setActive(ctx, m, computeBilled(in.Status), atUS, now); err != nil {
+					return err
+				}
+			}
+			if m := ms[suanli.MeterStorage]; m != nil {
+				if err := tx.setActive(ctx, m, in.Status != suanli.StatusDestroyed, atUS, now); err != nil {
+					return err
+				}
+			}
+			msg := in.StatusMessage
+			if err := tx.addEvent(ctx, id, at, in.Status, msg); err != nil {
+				return err
+			}
+		}
+		in.UpdatedAt = now
+		in.Version = old.Version + 1
+		var exit any
+		if in.ExitCode != nil {
+			exit = *in.ExitCode
+		}
+		if _, err := tx.exec(ctx, `UPDATE instances SET status = ?, status_message = ?, desired = ?, exit_code = ?, started_at = ?,
+			destroyed_at = ?, updated_at = ?, version = ? WHERE id = ?`, in.Status, in.StatusMessage, in.Desired, exit,
+			usPtr(in.StartedAt), usPtr(in.DestroyedAt), us(now), in.Version, id); err != nil {
+			return err
+		}
+		if in.Desired != old.Desired || in.Status == suanli.StatusDestroyed && old.Status != suanli.StatusDestroyed {
+			if err := tx.bumpDesired(ctx, in.MachineID); err != nil {
+				return err
+			}
+		}
+		out = &in
+		return nil
+	})
+	return out, err
+}
+
+func equalExit(a, b *int) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// FindInstanceByID returns an instance with its cost so far as of now. ENOTFOUND.
+func (s *DB) FindInstanceByID(ctx context.Context, id int64, now time.Time) (*suanli.Instance, error) {
+	is, _, err := s.FindInstances(ctx, suanli.InstanceFilter{ID: &id}, now)
+	if err != nil {
+		return nil, err
+	} else if len(is) == 0 {
+		return nil, notFound("instance", id)
+	}
+	return is[0], nil
+}
+
+// FindInstances lists instances by filter, newest first, with the total
+// count; each has CostSoFar (settled plus accrued as of now) and BurnRate.
+func (s *DB) FindInstances(ctx context.Context, f suanli.InstanceFilter, now time.Time) ([]*suanli.Instance, int, error) {
+	var where []string
+	var args []any
+	add := func(cond string, v any) { where, args = append(where, cond), append(args, v) }
+	if f.ID != nil {
+		add("id = ?", *f.ID)
+	}
+	if f.AccountID != nil {
+		add("account_id = ?", *f.AccountID)
+	}
+	if f.MachineID != nil {
+		add("machine_id = ?", *f.MachineID)
+	}
+	if f.HostID != nil {
+		add("host_id = ?", *f.HostID)
+	}
+	if f.Live != nil {
+		if *f.Live {
+			add("status <> ?", suanli.StatusDestroyed)
+		} else {
+			add("status = ?", suanli.StatusDestroyed)
+		}
+	}
+	cond := ""
+	if len(where) > 0 {
+		cond = " WHERE " + strings.Join(where, " AND ")
+	}
+	var out []*suanli.Instance
+	var total int
+	err := s.read(ctx, func(tx *Tx) error {
+		if err := tx.queryRow(ctx, `SELECT COUNT(*) FROM instances`+cond, args...).Scan(&total); err != nil {
+			return err
+		}
+		limit := f.Limit
+		if limit <= 0 {
+			limit = 1000
+		}
+		rows, err := tx.query(ctx, `SELECT `+instanceCols+` FROM instances`+cond+fmt.Sprintf(` ORDER BY id DESC LIMIT %d OFFSET %d`, limit, max(f.Offset, 0)), args...)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			in, err := scanInstance(rows)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			out = append(out, in)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, in := range out {
+			if err := tx.fillCost(ctx, in, now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return out, total, err
+}
+
+func (tx *Tx) fillCost(ctx context.Context, in *suanli.Instance, now time.Time) error {
+	var settled int64
+	if err := tx.queryRow(ctx, `SELECT COALESCE(SUM(amount), 0) FROM ledger_txns WHERE instance_id = ? AND kind <> 'credit'`, in.ID).Scan(&settled); err != nil {
+		return err
+	}
+	ms, err := tx.instanceMeters(ctx, in.ID)
+	if err != nil {
+		return err
+	}
+	in.CostSoFar, in.BurnRate = suanli.Money(settled), 0
+	for _, m := range ms {
+		p, b := m.pending(us(now))
+		in.CostSoFar += p
+		in.BurnRate += b
+	}
+	return nil
+}
+
+// InstanceEvent is one status change in an instance's story.
+type InstanceEvent struct {
+	At      time.Time `json:"at"`
+	Status  string    `json:"status"`
+	Message string    `json:"message,omitempty"`
+}
+
+// InstanceEvents returns an instance's status changes, oldest first.
+func (s *DB) InstanceEvents(ctx context.Context, id int64) ([]InstanceEvent, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT at, status, message FROM instance_events WHERE instance_id = ? ORDER BY id`), id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []InstanceEvent
+	for rows.Next() {
+		var e InstanceEvent
+		var at int64
+		if err := rows.Scan(&at, &e.Status, &e.Message); err != nil {
+			return nil, err
+		}
+		e.At = fromUS(at)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,242 @@
+package sqlstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/suanli/suanli"
+)
+
+const machineCols = `id, owner_id, hardware, simulated, status, last_heartbeat, agent_version, runtime, country, region, geolocation,
+	datacenter, verified, inet_up_mbps, inet_down_mbps, reliability, listing, desired_version, created_at`
+
+func (tx *Tx) createMachine(ctx context.Context, m *suanli.Machine) error {
+	hw, _ := json.Marshal(m.Hardware)
+	listing, _ := json.Marshal(m.Listing)
+	id, err := tx.insert(ctx, `INSERT INTO machines (owner_id, hardware, simulated, status, last_heartbeat, agent_version, runtime, country, region,
+		geolocation, datacenter, verified, inet_up_mbps, inet_down_mbps, reliability, listing, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		m.OwnerID, string(hw), m.Simulated, m.Status, us(m.LastHeartbeat), m.AgentVersion, m.Runtime, m.Country, m.Region,
+		m.Geolocation, m.Datacenter, m.Verified, m.InetUpMbps, m.InetDownMbps, m.Reliability, string(listing), us(m.CreatedAt))
+	m.ID = id
+	return err
+}
+
+type scanner interface{ Scan(...any) error }
+
+func scanMachine(r scanner) (*suanli.Machine, int64, error) {
+	var m suanli.Machine
+	var hw, listing string
+	var hb, created, version int64
+	if err := r.Scan(&m.ID, &m.OwnerID, &hw, &m.Simulated, &m.Status, &hb, &m.AgentVersion, &m.Runtime, &m.Country, &m.Region,
+		&m.Geolocation, &m.Datacenter, &m.Verified, &m.InetUpMbps, &m.InetDownMbps, &m.Reliability, &listing, &version, &created); err != nil {
+		return nil, 0, err
+	}
+	if err := json.Unmarshal([]byte(hw), &m.Hardware); err != nil {
+		return nil, 0, fmt.Errorf("machine %d hardware: %w", m.ID, err)
+	}
+	if err := json.Unmarshal([]byte(listing), &m.Listing); err != nil {
+		return nil, 0, fmt.Errorf("machine %d listing: %w", m.ID, err)
+	}
+	m.LastHeartbeat, m.CreatedAt = fromUS(hb), fromUS(created)
+	return &m, version, nil
+}
+
+// FindMachineByID returns a machine with the GPUs its live instances hold. ENOTFOUND.
+func (s *DB) FindMachineByID(ctx context.Context, id int64) (*suanli.Machine, error) {
+	ms, _, err := s.FindMachines(ctx, suanli.MachineFilter{ID: &id})
+	if err != nil {
+		return nil, err
+	} else if len(ms) == 0 {
+		return nil, notFound("machine", id)
+	}
+	return ms[0], nil
+}
+
+// FindMachines lists machines by filter, in id order, and the total count.
+func (s *DB) FindMachines(ctx context.Context, f suanli.MachineFilter) ([]*suanli.Machine, int, error) {
+	var where []string
+	var args []any
+	if f.ID != nil {
+		where, args = append(where, "id = ?"), append(args, *f.ID)
+	}
+	if f.OwnerID != nil {
+		where, args = append(where, "owner_id = ?"), append(args, *f.OwnerID)
+	}
+	cond := ""
+	if len(where) > 0 {
+		cond = " WHERE " + strings.Join(where, " AND ")
+	}
+	var out []*suanli.Machine
+	var total int
+	err := s.read(ctx, func(tx *Tx) error {
+		rows, err := tx.query(ctx, `SELECT `+machineCols+` FROM machines`+cond+` ORDER BY id`, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		var all []*suanli.Machine
+		for rows.Next() {
+			m, _, err := scanMachine(rows)
+			if err != nil {
+				return err
+			}
+			if f.Listed != nil && m.Listing.Listed != *f.Listed {
+				continue
+			}
+			all = append(all, m)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		total = len(all)
+		out = page(all, f.Offset, f.Limit)
+		for _, m := range out {
+			if m.GPUsInUse, err = tx.gpusInUse(ctx, m.ID, 0); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return out, total, err
+}
+
+func page[T any](all []T, offset, limit int) []T {
+	if offset > len(all) {
+		offset = len(all)
+	}
+	all = all[offset:]
+	if limit > 0 && limit < len(all) {
+		all = all[:limit]
+	}
+	return all
+}
+
+// gpusInUse returns the GPU indexes held by the machine's live instances,
+// other than instance except.
+func (tx *Tx) gpusInUse(ctx context.Context, machineID, except int64) ([]int, error) {
+	rows, err := tx.query(ctx, `SELECT gpu_indexes, status FROM instances WHERE machine_id = ? AND status <> ? AND id <> ?`,
+		machineID, suanli.StatusDestroyed, except)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	used := []int{}
+	for rows.Next() {
+		var idx, status string
+		if err := rows.Scan(&idx, &status); err != nil {
+			return nil, err
+		}
+		if !(&suanli.Instance{Status: status}).HoldsGPUs() {
+			continue
+		}
+		var xs []int
+		if err := json.Unmarshal([]byte(idx), &xs); err != nil {
+			return nil, err
+		}
+		used = append(used, xs...)
+	}
+	return used, rows.Err()
+}
+
+// coresInUse returns the CPU cores and RAM (MB) held by the machine's live
+// instances that hold resources.
+func (tx *Tx) coresInUse(ctx context.Context, machineID, except int64) (cores int, ramMB int64, err error) {
+	rows, err := tx.query(ctx, `SELECT cpu_cores, ram_mb, status FROM instances WHERE machine_id = ? AND status <> ? AND id <> ?`,
+		machineID, suanli.StatusDestroyed, except)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var c int
+		var r int64
+		var status string
+		if err := rows.Scan(&c, &r, &status); err != nil {
+			return 0, 0, err
+		}
+		if (&suanli.Instance{Status: status}).HoldsGPUs() {
+			cores, ramMB = cores+c, ramMB+r
+		}
+	}
+	return cores, ramMB, rows.Err()
+}
+
+// UpdateListing stores a machine's listing and bumps its desired version.
+func (s *DB) UpdateListing(ctx context.Context, id int64, l suanli.Listing, country, region string) (*suanli.Machine, error) {
+	listing, _ := json.Marshal(l)
+	err := s.withTx(ctx, func(tx *Tx) error {
+		res, err := tx.exec(ctx, `UPDATE machines SET listing = ?, country = ?, region = ? WHERE id = ?`, string(listing), country, region, id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return notFound("machine", id)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.FindMachineByID(ctx, id)
+}
+
+// Heartbeat is what a sync changes on a machine.
+type Heartbeat struct {
+	At           time.Time
+	Status       string
+	AgentVersion string
+	Runtime      string
+	Hardware     *suanli.Hardware // nil: unchanged
+}
+
+// RecordHeartbeat stores a machine's heartbeat (and hardware when sent).
+func (s *DB) RecordHeartbeat(ctx context.Context, id int64, h Heartbeat) error {
+	return s.withTx(ctx, func(tx *Tx) error {
+		if h.Hardware != nil {
+			hw, _ := json.Marshal(h.Hardware)
+			if _, err := tx.exec(ctx, `UPDATE machines SET hardware = ? WHERE id = ?`, string(hw), id); err != nil {
+				return err
+			}
+		}
+		_, err := tx.exec(ctx, `UPDATE machines SET last_heartbeat = ?, status = ?, agent_version = ?, runtime = ? WHERE id = ?`,
+			us(h.At), h.Status, h.AgentVersion, h.Runtime, id)
+		return err
+	})
+}
+
+// SetMachineStatus changes a machine's lease status (online/suspect/offline).
+func (s *DB) SetMachineStatus(ctx context.Context, id int64, status string) error {
+	_, err := s.db.ExecContext(ctx, s.q(`UPDATE machines SET status = ? WHERE id = ?`), status, id)
+	return err
+}
+
+// DesiredVersion returns the machine's desired-state version.
+func (s *DB) DesiredVersion(ctx context.Context, id int64) (int64, error) {
+	var v int64
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT desired_version FROM machines WHERE id = ?`), id).Scan(&v)
+	if isNoRows(err) {
+		return 0, notFound("machine", id)
+	}
+	return v, err
+}
+
+func (tx *Tx) bumpDesired(ctx context.Context, machineID int64) error {
+	_, err := tx.exec(ctx, `UPDATE machines SET desired_version = desired_version + 1 WHERE id = ?`, machineID)
+	return err
+}
+
+// MachineUsage returns what a machine's live instances hold now.
+func (s *DB) MachineUsage(ctx context.Context, id int64) (gpus []int, cores int, ramMB int64, err error) {
+	err = s.read(ctx, func(tx *Tx) error {
+		if gpus, err = tx.gpusInUse(ctx, id, 0); err != nil {
+			return err
+		}
+		cores, ramMB, err = tx.coresInUse(ctx, id, 0)
+		return err
+	})
+	return gpus, cores, ramMB, err
+}
