@@ -1,0 +1,200 @@
+package control
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/auth"
+	"github.com/suanli/suanli/sqlstore"
+)
+
+// Join registers a machine with a one-time token and returns the agent's
+// own credential, scoped to syncing that machine.
+func (s *Service) Join(ctx context.Context, r suanli.JoinRequest) (*suanli.JoinResponse, error) {
+	if !auth.WellFormed(r.Token, auth.PrefixJoin) {
+		return nil, suanli.Errorf(suanli.EUNAUTHORIZED, "join token is malformed (expected sl_join_…): print one with `suanli host join-token`")
+	}
+	now := s.now()
+	sim := false
+	for _, g := range r.Hardware.GPUs {
+		sim = sim || g.Simulated
+	}
+	m := &suanli.Machine{Hardware: r.Hardware, Simulated: sim, Status: suanli.MachineOnline, LastHeartbeat: now,
+		Runtime: r.Runtime, Reliability: 0.6, CreatedAt: now, Listing: suanli.Listing{PreemptGraceS: 30}}
+	secret := auth.NewSecret(auth.PrefixKey)
+	key := &suanli.APIKey{Name: "agent", Prefix: auth.DisplayPrefix(secret), Scopes: []string{suanli.ScopeAgent},
+		CreatedAt: now, ExpiresAt: now.Add(auth.MaxKeyLifetime)}
+	if err := s.Store.JoinMachine(ctx, auth.Hash(r.Token), m, key, auth.Hash(secret), now); err != nil {
+		return nil, err
+	}
+	s.Logger.Info("machine joined", "machine_id", m.ID, "owner_id", m.OwnerID, "gpus", len(r.Hardware.GPUs), "simulated", sim)
+	return &suanli.JoinResponse{MachineID: m.ID, APIKey: secret}, nil
+}
+
+// Sync records an agent's heartbeat, reports, logs and usage, then returns
+// its machine's desired state, waiting (long poll) when the agent already
+// has the current version.
+func (s *Service) Sync(ctx context.Context, r *suanli.SyncRequest) (*suanli.SyncResponse, error) {
+	p, err := principal(ctx, suanli.ScopeAgent)
+	if err != nil {
+		return nil, err
+	}
+	if r.MachineID == 0 {
+		r.MachineID = p.MachineID
+	}
+	if r.MachineID != p.MachineID {
+		return nil, suanli.Errorf(suanli.EFORBIDDEN, "this agent credential belongs to machine %d, not %d", p.MachineID, r.MachineID)
+	}
+	now := s.now()
+	m, err := s.Store.FindMachineByID(ctx, r.MachineID)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Store.RecordHeartbeat(ctx, m.ID, sqlstore.Heartbeat{At: now, Status: suanli.MachineOnline,
+		AgentVersion: r.AgentVersion, Runtime: r.Runtime, Hardware: r.Hardware}); err != nil {
+		return nil, err
+	}
+	changed := m.Status != suanli.MachineOnline || r.Hardware != nil
+	for _, rep := range r.Instances {
+		c, err := s.applyReport(ctx, m.ID, rep, now)
+		if err != nil {
+			return nil, err
+		}
+		changed = changed || c
+	}
+	for _, l := range r.Logs {
+		if err := s.ingestLog(ctx, m.ID, l); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.Store.RecordUsage(ctx, m.ID, r.Usage, now); err != nil {
+		return nil, err
+	}
+	if changed {
+		if err := s.refreshOffer(ctx, m.ID); err != nil {
+			return nil, err
+		}
+	}
+	return s.desired(ctx, m.ID, r)
+}
+
+func (s *Service) ingestLog(ctx context.Context, machineID int64, l suanli.LogChunk) error {
+	in, err := s.Store.FindInstanceByID(ctx, l.InstanceID, s.now())
+	if suanli.ErrorCode(err) == suanli.ENOTFOUND || (err == nil && in.MachineID != machineID) {
+		return nil // not this machine's: drop it
+	} else if err != nil {
+		return err
+	}
+	_, err = s.Store.AppendLog(ctx, l.InstanceID, l.Offset, l.Data)
+	return err
+}
+
+// applyReport folds an agent's view of one instance into its status. It
+// returns whether the status changed.
+func (s *Service) applyReport(ctx context.Context, machineID int64, rep suanli.InstanceReport, now time.Time) (bool, error) {
+	changed := false
+	_, err := s.Store.UpdateInstance(ctx, rep.ID, now, now, func(in *suanli.Instance) error {
+		if in.MachineID != machineID {
+			return errIgnore
+		}
+		before := in.Status
+		next, msg := in.Status, rep.Message
+		switch rep.Status {
+		case suanli.StatusPulling:
+			if in.Desired == suanli.DesiredRunning {
+				next = suanli.StatusPulling
+			}
+		case suanli.StatusRunning:
+			if in.Desired == suanli.DesiredRunning {
+				next, msg = suanli.StatusRunning, ""
+			}
+		case suanli.StatusStopped:
+			if in.Status != suanli.StatusPending {
+				next = suanli.StatusStopped
+			}
+		case suanli.StatusExited:
+			next, in.Desired = suanli.StatusExited, suanli.DesiredStopped
+			if rep.ExitCode != nil {
+				c := *rep.ExitCode
+				in.ExitCode = &c
+				if msg == "" {
+					msg = fmt.Sprintf("the command exited with code %d", c)
+				}
+			}
+		case suanli.StatusFailed:
+			next, in.Desired = suanli.StatusFailed, suanli.DesiredStopped
+		}
+		if in.Status == suanli.StatusDestroyed {
+			return errIgnore
+		}
+		in.Status = next
+		if next != before || rep.Status == suanli.StatusPulling || rep.Status == suanli.StatusFailed {
+			in.StatusMessage = msg
+		}
+		changed = next != before
+		return nil
+	})
+	if err == errIgnore || suanli.ErrorCode(err) == suanli.ENOTFOUND {
+		return false, nil
+	}
+	return changed, err
+}
+
+var errIgnore = fmt.Errorf("ignore")
+
+func (s *Service) desired(ctx context.Context, machineID int64, r *suanli.SyncRequest) (*suanli.SyncResponse, error) {
+	if r.Wait {
+		wake := s.hub.wait(machineID)
+		v, err := s.Store.DesiredVersion(ctx, machineID)
+		if err != nil {
+			return nil, err
+		}
+		if v == r.KnownVersion {
+			t := time.NewTimer(s.cfg.HeartbeatInterval)
+			select {
+			case <-wake:
+			case <-t.C:
+			case <-ctx.Done():
+			}
+			t.Stop()
+		}
+	}
+	v, err := s.Store.DesiredVersion(ctx, machineID)
+	if err != nil {
+		return nil, err
+	}
+	live := true
+	ins, _, err := s.Store.FindInstances(ctx, suanli.InstanceFilter{MachineID: &machineID, Live: &live, Limit: 100000}, s.now())
+	if err != nil {
+		return nil, err
+	}
+	m, err := s.Store.FindMachineByID(ctx, machineID)
+	if err != nil {
+		return nil, err
+	}
+	resp := &suanli.SyncResponse{MachineID: machineID, Version: v, HeartbeatInterval: s.cfg.HeartbeatInterval,
+		LostAfter: s.cfg.LostAfter, ServerTime: s.now(), Instances: []suanli.InstanceSpec{}}
+	resp.LogOffsets, err = s.Store.LogEnds(ctx, machineID)
+	if err != nil {
+		return nil, err
+	}
+	for _, in := range ins {
+		spec := suanli.InstanceSpec{ID: in.ID, Desired: in.Desired, Image: in.Image, Cmd: in.Cmd, Env: in.Env, DiskGB: in.DiskGB,
+			GPUIndexes: in.GPUIndexes, Simulated: in.Simulated, CPUCores: in.CPUCores, RAMMB: int64(in.RAMGB * 1024),
+			StopGrace: time.Duration(m.Listing.PreemptGraceS) * time.Second}
+		if spec.Desired == suanli.DesiredRunning && (in.Status == suanli.StatusLost) {
+			spec.Desired = suanli.DesiredStopped
+		}
+		for _, idx := range in.GPUIndexes {
+			for _, g := range m.Hardware.GPUs {
+				if g.Index == idx {
+					spec.GPUUUIDs = append(spec.GPUUUIDs, g.UUID)
+				}
+			}
+		}
+		resp.Instances = append(resp.Instances, spec)
+	}
+	return resp, nil
+}

@@ -1,0 +1,96 @@
+package control
+
+import (
+	"context"
+	"time"
+
+	"github.com/suanli/suanli"
+)
+
+// Run runs the control plane's loops until ctx ends: settling meters into
+// the ledger, and host leases.
+func (s *Service) Run(ctx context.Context) error {
+	settle := time.NewTicker(s.cfg.SettleInterval)
+	defer settle.Stop()
+	lease := time.NewTicker(max(time.Second, s.cfg.HeartbeatInterval/2))
+	defer lease.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			// Settle once more so a clean shutdown leaves nothing accrued unposted.
+			if _, err := s.Store.Settle(context.WithoutCancel(ctx), s.now()); err != nil {
+				s.Logger.Error("settle at shutdown", "err", err)
+			}
+			return nil
+		case <-settle.C:
+			if _, err := s.Store.Settle(ctx, s.now()); err != nil {
+				s.Logger.Error("settle", "err", err)
+			}
+		case <-lease.C:
+			if err := s.CheckLeases(ctx); err != nil {
+				s.Logger.Error("check leases", "err", err)
+			}
+		}
+	}
+}
+
+// CheckLeases moves machines that missed heartbeats to suspect, then to
+// offline, and marks their instances lost with billing ended at the last
+// heartbeat. After a control-plane restart nothing is declared lost within
+// the failover grace.
+func (s *Service) CheckLeases(ctx context.Context) error {
+	now := s.now()
+	ms, _, err := s.Store.FindMachines(ctx, suanli.MachineFilter{})
+	if err != nil {
+		return err
+	}
+	for _, m := range ms {
+		silent := now.Sub(m.LastHeartbeat)
+		next := m.Status
+		switch {
+		case silent > s.cfg.LostAfter && now.Sub(s.started) > s.cfg.FailoverGrace:
+			next = suanli.MachineOffline
+		case silent > s.cfg.SuspectAfter:
+			if m.Status == suanli.MachineOnline {
+				next = suanli.MachineSuspect
+			}
+		}
+		if next == m.Status {
+			continue
+		}
+		if err := s.Store.SetMachineStatus(ctx, m.ID, next); err != nil {
+			return err
+		}
+		s.Logger.Warn("machine lease", "machine_id", m.ID, "status", next, "silent_s", int(silent.Seconds()))
+		if next == suanli.MachineOffline {
+			if err := s.loseInstances(ctx, m); err != nil {
+				return err
+			}
+		}
+		if err := s.refreshOffer(ctx, m.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Service) loseInstances(ctx context.Context, m *suanli.Machine) error {
+	live := true
+	ins, _, err := s.Store.FindInstances(ctx, suanli.InstanceFilter{MachineID: &m.ID, Live: &live, Limit: 100000}, s.now())
+	if err != nil {
+		return err
+	}
+	for _, in := range ins {
+		if !in.HoldsGPUs() {
+			continue
+		}
+		_, err := s.Store.UpdateInstance(ctx, in.ID, m.LastHeartbeat, s.now(), func(i *suanli.Instance) error {
+			i.Status, i.StatusMessage = suanli.StatusLost, "host stopped answering at "+m.LastHeartbeat.Format(time.RFC3339)+"; billing ended then"
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
