@@ -1,0 +1,109 @@
+// Package docker is the agent's Docker runtime: it runs each instance as one
+// container through the Docker Engine API (github.com/moby/moby/client,
+// negotiating down to API 1.40, so Docker Engine 19.03 and later). It
+// implements agent.Runtime and agent.UsageCounter, and the optional
+// Preflighter, Execer and PortMapper declared here.
+//
+// It owns the containers and networks labelled suanli.managed=true in its
+// namespace, and its DataDir. It must not touch any other container, image
+// or network, and it never removes images (they are shared between
+// instances and with the provider's own use of Docker).
+//
+// # What an instance gets
+//
+//   - A container named suanli-ID (suanli-NS-ID with a namespace), labelled
+//     suanli.instance=ID, so a new Runtime after an agent restart finds and
+//     re-adopts it; its private bridge network suanli-net-ID.
+//   - Limits from the spec: NanoCPUs = cpu_cores (capped at the host's),
+//     memory = ram_mb with no extra swap, PIDs = Options.PidsLimit (4096),
+//     /dev/shm = a quarter of the memory. Real GPUs (not simulated) as an
+//     NVIDIA device request by UUID, else by index; a host without the
+//     NVIDIA Container Toolkit refuses such an instance with a message that
+//     says so.
+//   - Isolation: never privileged; no-new-privileges (setuid binaries such as
+//     sudo gain nothing); every capability dropped, then DefaultCapAdd
+//     added back (no NET_RAW, MKNOD, SYS_ADMIN…); Docker's default seccomp
+//     profile; private IPC; OOM score raised so the kernel kills the
+//     workload before the agent; optionally a read-only root filesystem.
+//     The workload may still run as uid 0 inside the container, which is
+//     uid 0 on the host unless the daemon uses user namespaces
+//     (userns-remap); providers who rent to strangers should enable it.
+//   - Networks: one bridge network per instance, inter-container traffic
+//     off. Docker drops traffic between different bridge networks, so two
+//     instances cannot reach each other's addresses. They can still reach
+//     the host's own addresses (the bridge gateway) and each other's
+//     published ports, like anyone on the Internet; keeping them from the
+//     agent's own ports needs a host firewall rule (not installed by this
+//     package yet). Each network takes a subnet from the daemon's
+//     default-address-pools, which by default hold about 30: a host that
+//     runs more instances must widen them in daemon.json.
+//   - Ports: until suanli.InstanceSpec has a Ports field, spec.Env
+//     SUANLI_PORTS="8080,22" lists the TCP ports to publish. Each gets a free
+//     host port chosen at create (kept across stop and start), the
+//     container gets SUANLI_TCP_PORT_8080=<host port> in its environment, and
+//     Status and Ports report the mapping.
+//   - Environment: SUANLI_INSTANCE_ID, then spec.Env. spec.Cmd, when set,
+//     replaces the image's CMD (its ENTRYPOINT stays).
+//
+// # Images
+//
+// Ensure pulls an image that is not on the host, and Status reports
+// "pulling" meanwhile with the progress ("pulling 45% of 1.2 GB"). Before
+// creating anything, Ensure (and Preflight, which the control plane can ask
+// before it bills) refuses an image built for another OS or architecture
+// ("image alpine:3 is linux/arm64, host is linux/amd64: choose an amd64 or
+// multi-arch image"), an image that is neither here nor pullable, and a disk
+// size larger than the free space under the daemon's root directory.
+//
+// # Disk
+//
+// The rented disk size becomes the container's size storage option where
+// the storage driver supports one: overlay2 on xfs mounted with pquota,
+// devicemapper, btrfs, zfs. Elsewhere (overlay2 on ext4, fuse-overlayfs, vfs)
+// the size is not enforced: Status says so in the running instance's
+// message ("disk 10 GB not enforced by storage driver fuse-overlayfs").
+// Watching usage and stopping an instance that exceeds its size is left to a
+// later change.
+//
+// # Lifecycle
+//
+// Stopping sends SIGTERM, then SIGKILL after spec.StopGrace; the container
+// and its writable layer stay, so files written before a stop are there
+// after the next start (host ports too). A workload that ends by itself is
+// reported "exited" with its exit code (and "killed for using more than its
+// N MB of memory" after an OOM kill) and is not restarted by Ensure until
+// the control plane asks for stopped, then running; "stopped" means this
+// runtime stopped it (remembered in DataDir, so it survives agent restarts).
+//
+// # Removal: what it guarantees, per storage driver
+//
+// Remove deletes the container with its writable layer and anonymous
+// volumes, its network, and the runtime's log and state files. After it
+// returns, nothing of the instance is reachable through Docker or the
+// agent. It does not overwrite the bytes: the writable layer is a directory
+// (overlay2, fuse-overlayfs, vfs, btrfs subvolume, zfs dataset) or a thin
+// device (devicemapper) that the driver deletes or discards; the blocks go
+// back to the host filesystem's free space, where they may be recovered by
+// someone with raw access to the host's disk until they are reused. On SSDs
+// with discard/TRIM the device may erase them later, without a promise of
+// when. Overwriting a layer in place is not possible for copy-on-write
+// layers (overlay upper directories share nothing with the image, but the
+// filesystem may place new data anywhere, and btrfs/zfs never overwrite in
+// place). Making data unrecoverable needs encryption at rest with a
+// per-instance key (crypto-erase), which this runtime does not do yet;
+// providers who need it should put the Docker root on an encrypted
+// filesystem, whose key protects against a stolen disk but not against the
+// host's own operator.
+//
+// # Logs and counters
+//
+// A follower goroutine per container copies the daemon's log (stdout and
+// stderr in order) to DataDir, so ReadLog offsets are stable across stops,
+// starts and agent restarts. The local log file is not rotated yet: it grows
+// with what the instance writes until Remove. Docker's own copy is capped at
+// two files of 50 MB. Traffic counters (Usage) come from the stats API,
+// summed across container restarts in DataDir; bytes moved between the last
+// sample and a crash of the workload are not counted. Telemetry in Status:
+// CPU % (100 = one core, from the difference since the previous Status call)
+// and memory in use without page cache.
+package docker
