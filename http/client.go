@@ -1,0 +1,259 @@
+package http
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/suanli/suanli"
+)
+
+// Client speaks the API for the CLI and the agent. It implements the
+// suanli service interfaces, so callers use the same Go API as in-process
+// code. Errors from the server come back as *suanli.Error with their code.
+// The zero value is not usable: use NewClient.
+type Client struct {
+	BaseURL string
+	APIKey  string
+	HTTP    *http.Client // requests other than the agent's long poll
+	// Long is used for the agent's long-poll sync (no overall timeout; the
+	// caller's context bounds it).
+	Long *http.Client
+}
+
+var (
+	_ suanli.OfferService    = (*Client)(nil)
+	_ suanli.InstanceService = (*Client)(nil)
+	_ suanli.MachineService  = (*Client)(nil)
+	_ suanli.BillingService  = (*Client)(nil)
+	_ suanli.AgentService    = (*Client)(nil)
+	_ suanli.AccountService  = (*Client)(nil)
+)
+
+// NewClient returns a client for the server at baseURL.
+func NewClient(baseURL, apiKey string) *Client {
+	return &Client{
+		BaseURL: strings.TrimRight(baseURL, "/"),
+		APIKey:  apiKey,
+		HTTP:    &http.Client{Timeout: 60 * time.Second},
+		Long:    &http.Client{},
+	}
+}
+
+func (c *Client) do(ctx context.Context, hc *http.Client, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.BaseURL+path, rd)
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.APIKey)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return suanli.Errorf(suanli.EUNAVAILABLE, "cannot reach the Suanli server at %s: %v (is `suanli up` or `suanli server` running? set --server or SUANLI_SERVER)", c.BaseURL, rootCause(err))
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return suanli.Errorf(suanli.EUNAVAILABLE, "reading the reply from %s: %v", c.BaseURL, err)
+	}
+	if resp.StatusCode >= 400 {
+		var eb ErrorBody
+		if json.Unmarshal(data, &eb) == nil && eb.Error.Code != "" {
+			e := eb.Error
+			return &e
+		}
+		return suanli.Errorf(codeOf(resp.StatusCode), "server replied %s: %s", resp.Status, strings.TrimSpace(string(data)))
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			return fmt.Errorf("decode reply of %s %s: %w", method, path, err)
+		}
+	}
+	return nil
+}
+
+func rootCause(err error) error {
+	for {
+		u, ok := err.(interface{ Unwrap() error })
+		if !ok || u.Unwrap() == nil {
+			return err
+		}
+		err = u.Unwrap()
+	}
+}
+
+func (c *Client) get(ctx context.Context, path string, out any) error {
+	return c.do(ctx, c.HTTP, http.MethodGet, path, nil, out)
+}
+
+// Me returns the caller's account.
+func (c *Client) Me(ctx context.Context) (*suanli.Account, error) {
+	var a suanli.Account
+	return &a, c.get(ctx, "/v1/me", &a)
+}
+
+// SearchOffers runs a search.
+func (c *Client) SearchOffers(ctx context.Context, q suanli.OfferQuery) (*suanli.OfferResult, error) {
+	var r suanli.OfferResult
+	return &r, c.do(ctx, c.HTTP, http.MethodPost, "/v1/offers/search", q, &r)
+}
+
+// FindOfferByID returns one offer.
+func (c *Client) FindOfferByID(ctx context.Context, id int64) (*suanli.Offer, error) {
+	var o suanli.Offer
+	return &o, c.get(ctx, "/v1/offers/"+strconv.FormatInt(id, 10), &o)
+}
+
+// CreateInstance rents.
+func (c *Client) CreateInstance(ctx context.Context, cr suanli.InstanceCreate) (*suanli.Instance, error) {
+	var in suanli.Instance
+	return &in, c.do(ctx, c.HTTP, http.MethodPost, "/v1/instances", cr, &in)
+}
+
+// FindInstanceByID returns one instance.
+func (c *Client) FindInstanceByID(ctx context.Context, id int64) (*suanli.Instance, error) {
+	var in suanli.Instance
+	return &in, c.get(ctx, fmt.Sprintf("/v1/instances/%d", id), &in)
+}
+
+// FindInstances lists instances (live ones unless f.Live is false).
+func (c *Client) FindInstances(ctx context.Context, f suanli.InstanceFilter) ([]*suanli.Instance, int, error) {
+	v := url.Values{}
+	if f.Live != nil && !*f.Live {
+		v.Set("all", "true")
+	}
+	if f.Limit > 0 {
+		v.Set("limit", strconv.Itoa(f.Limit))
+	}
+	var l InstanceList
+	err := c.get(ctx, "/v1/instances?"+v.Encode(), &l)
+	return l.Instances, l.Total, err
+}
+
+func (c *Client) instanceAction(ctx context.Context, method, path string) (*suanli.Instance, error) {
+	var in suanli.Instance
+	return &in, c.do(ctx, c.HTTP, method, path, nil, &in)
+}
+
+// StopInstance stops an instance.
+func (c *Client) StopInstance(ctx context.Context, id int64) (*suanli.Instance, error) {
+	return c.instanceAction(ctx, http.MethodPost, fmt.Sprintf("/v1/instances/%d/stop", id))
+}
+
+// StartInstance starts an instance.
+func (c *Client) StartInstance(ctx context.Context, id int64) (*suanli.Instance, error) {
+	return c.instanceAction(ctx, http.MethodPost, fmt.Sprintf("/v1/instances/%d/start", id))
+}
+
+// DestroyInstance destroys an instance.
+func (c *Client) DestroyInstance(ctx context.Context, id int64) (*suanli.Instance, error) {
+	return c.instanceAction(ctx, http.MethodDelete, fmt.Sprintf("/v1/instances/%d", id))
+}
+
+// InstanceLogs reads an instance's log from offset.
+func (c *Client) InstanceLogs(ctx context.Context, id int64, offset int64) (*suanli.LogChunk, error) {
+	var l suanli.LogChunk
+	return &l, c.get(ctx, fmt.Sprintf("/v1/instances/%d/logs?offset=%d", id, offset), &l)
+}
+
+// InstanceEvent is one status change, as the API returns it.
+type InstanceEvent struct {
+	At      time.Time `json:"at"`
+	Status  string    `json:"status"`
+	Message string    `json:"message,omitempty"`
+}
+
+// InstanceEvents returns an instance's status changes, oldest first.
+func (c *Client) InstanceEvents(ctx context.Context, id int64) ([]InstanceEvent, error) {
+	var r struct {
+		Events []InstanceEvent `json:"events"`
+	}
+	return r.Events, c.get(ctx, fmt.Sprintf("/v1/instances/%d/events", id), &r)
+}
+
+// FindMachines lists the caller's machines.
+func (c *Client) FindMachines(ctx context.Context, f suanli.MachineFilter) ([]*suanli.Machine, int, error) {
+	var l MachineList
+	err := c.get(ctx, "/v1/machines", &l)
+	return l.Machines, l.Total, err
+}
+
+// FindMachineByID returns one machine.
+func (c *Client) FindMachineByID(ctx context.Context, id int64) (*suanli.Machine, error) {
+	var m suanli.Machine
+	return &m, c.get(ctx, fmt.Sprintf("/v1/machines/%d", id), &m)
+}
+
+// ListMachine lists a machine or changes its terms.
+func (c *Client) ListMachine(ctx context.Context, id int64, u suanli.ListingUpdate) (*suanli.Machine, error) {
+	var m suanli.Machine
+	return &m, c.do(ctx, c.HTTP, http.MethodPut, fmt.Sprintf("/v1/machines/%d/listing", id), u, &m)
+}
+
+// UnlistMachine unlists a machine.
+func (c *Client) UnlistMachine(ctx context.Context, id int64) (*suanli.Machine, error) {
+	var m suanli.Machine
+	return &m, c.do(ctx, c.HTTP, http.MethodDelete, fmt.Sprintf("/v1/machines/%d/listing", id), nil, &m)
+}
+
+// CreateJoinToken returns a one-time join token.
+func (c *Client) CreateJoinToken(ctx context.Context, ttl time.Duration) (*suanli.JoinToken, error) {
+	var t suanli.JoinToken
+	return &t, c.do(ctx, c.HTTP, http.MethodPost, "/v1/join-tokens", map[string]int64{"ttl_seconds": int64(ttl / time.Second)}, &t)
+}
+
+// Balance returns the caller's balance.
+func (c *Client) Balance(ctx context.Context) (*suanli.Balance, error) {
+	var b suanli.Balance
+	return &b, c.get(ctx, "/v1/billing/balance", &b)
+}
+
+// FindCharges lists the caller's charges.
+func (c *Client) FindCharges(ctx context.Context, f suanli.ChargeFilter) (*suanli.ChargeSummary, error) {
+	v := url.Values{}
+	if f.InstanceID != nil {
+		v.Set("instance_id", strconv.FormatInt(*f.InstanceID, 10))
+	}
+	if f.Limit > 0 {
+		v.Set("limit", strconv.Itoa(f.Limit))
+	}
+	var s suanli.ChargeSummary
+	return &s, c.get(ctx, "/v1/billing/charges?"+v.Encode(), &s)
+}
+
+// Credit grants credit (operators).
+func (c *Client) Credit(ctx context.Context, accountID int64, amount suanli.Money, memo string) (*suanli.Balance, error) {
+	var b suanli.Balance
+	return &b, c.do(ctx, c.HTTP, http.MethodPost, "/v1/admin/credit", CreditRequest{AccountID: accountID, Amount: amount, Memo: memo}, &b)
+}
+
+// Join registers a machine.
+func (c *Client) Join(ctx context.Context, r suanli.JoinRequest) (*suanli.JoinResponse, error) {
+	var j suanli.JoinResponse
+	return &j, c.do(ctx, c.HTTP, http.MethodPost, "/v1/agent/join", r, &j)
+}
+
+// Sync is the agent's heartbeat and long poll.
+func (c *Client) Sync(ctx context.Context, r *suanli.SyncRequest) (*suanli.SyncResponse, error) {
+	var s suanli.SyncResponse
+	return &s, c.do(ctx, c.Long, http.MethodPost, "/v1/agent/sync", r, &s)
+}

@@ -1,0 +1,132 @@
+package http
+
+import (
+	"net/http"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/suanli/suanli"
+)
+
+// apiOp describes one operation for the OpenAPI document.
+type apiOp struct {
+	Method, Path, Summary string
+	Body, Reply           any
+}
+
+var apiOps = []apiOp{
+	{"GET", "/v1/me", "The caller's account.", nil, suanli.Account{}},
+	{"POST", "/v1/offers/search", "Search offers with the query language (DESIGN §5).", suanli.OfferQuery{}, suanli.OfferResult{}},
+	{"GET", "/v1/offers", "Search offers: q, order, limit, offset, explain as query parameters.", nil, suanli.OfferResult{}},
+	{"GET", "/v1/offers/{id}", "One offer.", nil, suanli.Offer{}},
+	{"POST", "/v1/instances", "Rent: create an instance on an offer.", suanli.InstanceCreate{}, suanli.Instance{}},
+	{"GET", "/v1/instances", "The caller's live instances (all=true for destroyed ones too).", nil, InstanceList{}},
+	{"GET", "/v1/instances/{id}", "One instance, with cost so far and burn rate.", nil, suanli.Instance{}},
+	{"POST", "/v1/instances/{id}/stop", "Stop compute (and its billing); the disk stays.", nil, suanli.Instance{}},
+	{"POST", "/v1/instances/{id}/start", "Start a stopped instance on the same GPUs.", nil, suanli.Instance{}},
+	{"DELETE", "/v1/instances/{id}", "Destroy: end the rental; all billing stops.", nil, suanli.Instance{}},
+	{"GET", "/v1/instances/{id}/logs", "The instance's log from offset.", nil, suanli.LogChunk{}},
+	{"GET", "/v1/instances/{id}/events", "The instance's status changes.", nil, nil},
+	{"GET", "/v1/machines", "The caller's machines.", nil, MachineList{}},
+	{"GET", "/v1/machines/{id}", "One machine.", nil, suanli.Machine{}},
+	{"PUT", "/v1/machines/{id}/listing", "List a machine or change its terms.", suanli.ListingUpdate{}, suanli.Machine{}},
+	{"DELETE", "/v1/machines/{id}/listing", "Unlist a machine.", nil, suanli.Machine{}},
+	{"POST", "/v1/join-tokens", "A one-time token for `suanli agent --join-token`.", nil, suanli.JoinToken{}},
+	{"GET", "/v1/billing/balance", "Balance, earnings, spend and burn rate.", nil, suanli.Balance{}},
+	{"GET", "/v1/billing/charges", "Itemized charges with totals (instance_id to filter).", nil, suanli.ChargeSummary{}},
+	{"POST", "/v1/admin/credit", "Grant credit (operators).", CreditRequest{}, suanli.Balance{}},
+	{"POST", "/v1/agent/join", "Register a machine with a join token.", suanli.JoinRequest{}, suanli.JoinResponse{}},
+	{"POST", "/v1/agent/sync", "Agent heartbeat and state; long poll for desired state.", suanli.SyncRequest{}, suanli.SyncResponse{}},
+}
+
+// OpenAPI returns the OpenAPI 3 document of the API, built from the
+// operation table and the Go types' JSON tags, so it cannot drift from them.
+func OpenAPI() map[string]any {
+	schemas := map[string]any{}
+	paths := map[string]map[string]any{}
+	for _, op := range apiOps {
+		o := map[string]any{"summary": op.Summary, "responses": map[string]any{
+			"default": map[string]any{"description": "error", "content": map[string]any{"application/json": map[string]any{"schema": schemaRef(reflect.TypeOf(ErrorBody{}), schemas)}}},
+		}}
+		ok := map[string]any{"description": "success"}
+		if op.Reply != nil {
+			ok["content"] = map[string]any{"application/json": map[string]any{"schema": schemaRef(reflect.TypeOf(op.Reply), schemas)}}
+		}
+		o["responses"].(map[string]any)["200"] = ok
+		if op.Body != nil {
+			o["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": schemaRef(reflect.TypeOf(op.Body), schemas)}}}
+		}
+		if strings.Contains(op.Path, "{id}") {
+			o["parameters"] = []any{map[string]any{"name": "id", "in": "path", "required": true, "schema": map[string]any{"type": "integer"}}}
+		}
+		if paths[op.Path] == nil {
+			paths[op.Path] = map[string]any{}
+		}
+		paths[op.Path][strings.ToLower(op.Method)] = o
+	}
+	return map[string]any{
+		"openapi": "3.0.3",
+		"info": map[string]any{"title": "Suanli API", "version": "1",
+			"description": "Money fields are integers in micro-units of the marketplace currency (1 USD = 1000000). Authenticate with Authorization: Bearer sl_live_…"},
+		"paths":      paths,
+		"components": map[string]any{"schemas": schemas, "securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer"}}},
+		"security":   []any{map[string]any{"bearer": []any{}}},
+	}
+}
+
+var timeType = reflect.TypeOf(time.Time{})
+var durationType = reflect.TypeOf(time.Duration(0))
+
+func schemaRef(t reflect.Type, schemas map[string]any) map[string]any {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t == timeType:
+		return map[string]any{"type": "string", "format": "date-time"}
+	case t == durationType:
+		return map[string]any{"type": "integer", "description": "nanoseconds"}
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return map[string]any{"type": "string"}
+	case reflect.Bool:
+		return map[string]any{"type": "boolean"}
+	case reflect.Int, reflect.Int64, reflect.Int32, reflect.Uint8:
+		return map[string]any{"type": "integer"}
+	case reflect.Float64, reflect.Float32:
+		return map[string]any{"type": "number"}
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return map[string]any{"type": "string", "format": "byte"}
+		}
+		return map[string]any{"type": "array", "items": schemaRef(t.Elem(), schemas)}
+	case reflect.Map:
+		return map[string]any{"type": "object", "additionalProperties": schemaRef(t.Elem(), schemas)}
+	case reflect.Struct:
+		name := t.Name()
+		if _, ok := schemas[name]; !ok {
+			schemas[name] = map[string]any{} // break cycles
+			props := map[string]any{}
+			for i := 0; i < t.NumField(); i++ {
+				f := t.Field(i)
+				tag := strings.Split(f.Tag.Get("json"), ",")[0]
+				if !f.IsExported() || tag == "-" {
+					continue
+				}
+				if tag == "" {
+					tag = f.Name
+				}
+				props[tag] = schemaRef(f.Type, schemas)
+			}
+			schemas[name] = map[string]any{"type": "object", "properties": props}
+		}
+		return map[string]any{"$ref": "#/components/schemas/" + name}
+	}
+	return map[string]any{}
+}
+
+func (s *Server) handleOpenAPI(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, 200, OpenAPI())
+}
