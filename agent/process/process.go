@@ -1,0 +1,598 @@
+package process
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/agent"
+)
+
+// DefaultStopGrace is how long a stop waits between SIGTERM and SIGKILL when
+// the spec names no grace.
+const DefaultStopGrace = 10 * time.Second
+
+// killWait is how long a stop waits for the process group to go after
+// SIGKILL before it reports failure.
+const killWait = 5 * time.Second
+
+// defaultPATH is the PATH an instance gets unless its spec sets one.
+const defaultPATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// telemetryEvery is the shortest interval over which CPU use is measured;
+// Status calls in between report the previous sample.
+const telemetryEvery = 2 * time.Second
+
+var _ agent.Runtime = (*Runtime)(nil)
+
+// Runtime runs instances as child processes under one directory. It is safe
+// for concurrent use; per the agent.Runtime contract the caller does not run
+// two operations on the same instance at once. Use New; the zero value is
+// not usable.
+type Runtime struct {
+	dir    string
+	logger *slog.Logger
+
+	// Now returns the current time (time.Now by default). Set it before the
+	// first call.
+	Now func() time.Time
+
+	mu     sync.Mutex
+	loaded bool
+	bootID string
+	insts  map[int64]*instance
+}
+
+// instance is one instance directory and what the runtime knows about it.
+// Its fields are guarded by Runtime.mu.
+type instance struct {
+	id   int64
+	dir  string
+	spec suanli.InstanceSpec
+	st   state
+	// done is closed when the child started by this Runtime has been
+	// reaped; nil for a process adopted from an earlier agent run.
+	done chan struct{}
+
+	tele     *suanli.Telemetry
+	teleAt   time.Time
+	teleCPU  uint64
+	teleSeen bool
+}
+
+// state is an instance's persisted state (state.json).
+type state struct {
+	Status        string     `json:"status"` // running, stopped, exited, failed
+	PID           int        `json:"pid,omitempty"`
+	StartTicks    uint64     `json:"start_ticks,omitempty"`
+	BootID        string     `json:"boot_id,omitempty"`
+	StartedAt     *time.Time `json:"started_at,omitempty"`
+	ExitCode      *int       `json:"exit_code,omitempty"`
+	Message       string     `json:"message,omitempty"`
+	StopRequested bool       `json:"stop_requested,omitempty"`
+}
+
+// New returns a Runtime keeping its instances under dir/instances. Nothing is
+// read or created until the first call; instances left by an earlier Runtime
+// on the same dir are found then.
+func New(dir string, logger *slog.Logger) *Runtime {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Runtime{dir: dir, logger: logger, Now: time.Now, insts: map[int64]*instance{}}
+}
+
+// Name returns "process".
+func (r *Runtime) Name() string { return "process" }
+
+// Ensure brings the instance to spec.Desired. Running starts spec.Cmd unless
+// it already runs (an instance that exited is started again: the agent
+// decides when to call). Stopped sends SIGTERM to the instance's process
+// group and SIGKILL after spec.StopGrace (DefaultStopGrace when 0), or at
+// once if ctx ends first. The spec is saved and used for later starts.
+// Errors are EINVALID for a spec this runtime cannot run (no command, a
+// command not found) and plain errors for I/O failures.
+func (r *Runtime) Ensure(ctx context.Context, spec suanli.InstanceSpec) error {
+	if spec.ID <= 0 {
+		return suanli.Errorf(suanli.EINVALID, "instance id %d: must be positive", spec.ID)
+	}
+	if spec.Desired != suanli.DesiredRunning && spec.Desired != suanli.DesiredStopped {
+		return suanli.Errorf(suanli.EINVALID, "instance %d: desired state %q: the process runtime knows running and stopped", spec.ID, spec.Desired)
+	}
+	r.mu.Lock()
+	if err := r.loadLocked(); err != nil {
+		r.mu.Unlock()
+		return err
+	}
+	inst, err := r.instanceLocked(spec)
+	if err != nil {
+		r.mu.Unlock()
+		return err
+	}
+	r.refreshLocked(inst)
+	if spec.Desired == suanli.DesiredRunning {
+		defer r.mu.Unlock()
+		if inst.st.Status == suanli.StatusRunning {
+			return nil
+		}
+		return r.startLocked(inst)
+	}
+	if inst.st.Status != suanli.StatusRunning {
+		if inst.st.Status == suanli.StatusFailed {
+			inst.st = state{Status: suanli.StatusStopped}
+			r.saveStateLocked(inst)
+		}
+		r.mu.Unlock()
+		return nil
+	}
+	r.mu.Unlock()
+	return r.stop(ctx, inst)
+}
+
+// Remove stops the instance as Ensure does, then deletes its directory: work
+// files, log and state. An unknown instance is not an error.
+func (r *Runtime) Remove(ctx context.Context, id int64) error {
+	r.mu.Lock()
+	if err := r.loadLocked(); err != nil {
+		r.mu.Unlock()
+		return err
+	}
+	inst := r.insts[id]
+	if inst == nil {
+		r.mu.Unlock()
+		return nil
+	}
+	r.refreshLocked(inst)
+	running := inst.st.Status == suanli.StatusRunning
+	r.mu.Unlock()
+	if running {
+		if err := r.stop(ctx, inst); err != nil {
+			return err
+		}
+	}
+	if err := removeAll(inst.dir); err != nil {
+		return fmt.Errorf("instance %d: delete %s: %w", id, inst.dir, err)
+	}
+	r.mu.Lock()
+	if r.insts[id] == inst {
+		delete(r.insts, id)
+	}
+	r.mu.Unlock()
+	r.logger.Info("instance removed", "instance_id", id)
+	return nil
+}
+
+// Status reports every instance under the runtime's directory, by id. A
+// process started by an earlier agent run is reported running while it
+// lives; once gone it is stopped (if a stop was asked) or exited with no
+// exit code. Running instances carry CPU and memory telemetry for their
+// whole process group (100% CPU is one core).
+func (r *Runtime) Status(ctx context.Context) ([]suanli.InstanceReport, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.loadLocked(); err != nil {
+		return nil, err
+	}
+	now := r.Now()
+	var stale map[int]bool
+	for _, inst := range r.insts {
+		r.refreshLocked(inst)
+		if inst.st.Status == suanli.StatusRunning && now.Sub(inst.teleAt) >= telemetryEvery {
+			if stale == nil {
+				stale = map[int]bool{}
+			}
+			stale[inst.st.PID] = true
+		}
+	}
+	usage := scanGroups(stale)
+	reports := make([]suanli.InstanceReport, 0, len(r.insts))
+	for _, inst := range r.insts {
+		rep := suanli.InstanceReport{
+			ID:        inst.id,
+			Status:    inst.st.Status,
+			Message:   inst.st.Message,
+			ExitCode:  inst.st.ExitCode,
+			StartedAt: inst.st.StartedAt,
+		}
+		if inst.st.Status == suanli.StatusRunning {
+			if u, ok := usage[inst.st.PID]; ok {
+				inst.sampleLocked(u, now)
+			}
+			rep.Telemetry = inst.tele
+		}
+		reports = append(reports, rep)
+	}
+	sort.Slice(reports, func(i, j int) bool { return reports[i].ID < reports[j].ID })
+	return reports, nil
+}
+
+// ReadLog returns up to max bytes of the instance's log from offset. An
+// instance that never started has an empty log; an unknown one is
+// ENOTFOUND.
+func (r *Runtime) ReadLog(ctx context.Context, id int64, offset int64, max int) ([]byte, error) {
+	if offset < 0 {
+		return nil, suanli.Errorf(suanli.EINVALID, "log offset %d: must not be negative", offset)
+	}
+	r.mu.Lock()
+	err := r.loadLocked()
+	inst := r.insts[id]
+	r.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if inst == nil {
+		return nil, suanli.Errorf(suanli.ENOTFOUND, "instance %d is not on this machine", id)
+	}
+	f, err := os.Open(filepath.Join(inst.dir, "log"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("instance %d: read log: %w", id, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("instance %d: read log: %w", id, err)
+	}
+	n := min(int64(max), fi.Size()-offset)
+	if n <= 0 {
+		return nil, nil
+	}
+	buf := make([]byte, n)
+	got, err := f.ReadAt(buf, offset)
+	if err != nil && err != io.EOF {
+		return nil, fmt.Errorf("instance %d: read log: %w", id, err)
+	}
+	return buf[:got], nil
+}
+
+// instanceLocked returns the instance for spec, creating its directory on
+// first use, and saves spec as its latest.
+func (r *Runtime) instanceLocked(spec suanli.InstanceSpec) (*instance, error) {
+	inst := r.insts[spec.ID]
+	if inst == nil {
+		dir := filepath.Join(r.dir, "instances", strconv.FormatInt(spec.ID, 10))
+		if err := os.MkdirAll(filepath.Join(dir, "work"), 0o700); err != nil {
+			return nil, fmt.Errorf("instance %d: create directory: %w", spec.ID, err)
+		}
+		inst = &instance{id: spec.ID, dir: dir, st: state{Status: suanli.StatusStopped}}
+		r.insts[spec.ID] = inst
+		r.saveStateLocked(inst)
+	}
+	inst.spec = spec
+	if err := writeJSON(filepath.Join(inst.dir, "spec.json"), spec); err != nil {
+		return nil, fmt.Errorf("instance %d: save spec: %w", spec.ID, err)
+	}
+	return inst, nil
+}
+
+// startLocked starts inst.spec.Cmd. A spec that cannot start marks the
+// instance failed with the error's message.
+func (r *Runtime) startLocked(inst *instance) error {
+	fail := func(err error) error {
+		inst.st = state{Status: suanli.StatusFailed, Message: err.Error()}
+		r.saveStateLocked(inst)
+		return err
+	}
+	spec := inst.spec
+	if len(spec.Cmd) == 0 {
+		return fail(suanli.Errorf(suanli.EINVALID,
+			"instance %d: the process runtime needs a command: pass one after -- (suanli create OFFER --image IMAGE -- CMD ARGS…)", spec.ID))
+	}
+	env, err := instanceEnv(spec, filepath.Join(inst.dir, "work"))
+	if err != nil {
+		return fail(err)
+	}
+	path, err := lookPath(spec.Cmd[0], envValue(env, "PATH"))
+	if err != nil {
+		return fail(suanli.Errorf(suanli.EINVALID, "instance %d: %v", spec.ID, err))
+	}
+	logf, err := os.OpenFile(filepath.Join(inst.dir, "log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return fail(fmt.Errorf("instance %d: open log: %w", spec.ID, err))
+	}
+	// The child writes to the log file itself, not through a pipe to the
+	// agent, so that it keeps running and logging across agent restarts.
+	cmd := &exec.Cmd{
+		Path:        path,
+		Args:        spec.Cmd,
+		Dir:         filepath.Join(inst.dir, "work"),
+		Env:         env,
+		Stdout:      logf,
+		Stderr:      logf,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	}
+	err = cmd.Start()
+	logf.Close()
+	if err != nil {
+		return fail(suanli.Errorf(suanli.EINVALID, "instance %d: start %s: %v", spec.ID, spec.Cmd[0], err))
+	}
+	pid := cmd.Process.Pid
+	now := r.Now()
+	inst.st = state{Status: suanli.StatusRunning, PID: pid, BootID: r.bootID, StartedAt: &now}
+	if s, err := readStat(pid); err == nil {
+		inst.st.StartTicks = s.startTicks
+	}
+	inst.done = make(chan struct{})
+	inst.teleAt, inst.teleSeen, inst.tele = time.Time{}, false, nil
+	r.saveStateLocked(inst)
+	r.logger.Info("instance started", "instance_id", inst.id, "pid", pid)
+	go r.wait(inst, cmd, inst.done)
+	return nil
+}
+
+// wait reaps a child started by this Runtime, kills what is left of its
+// process group, and records how it ended.
+func (r *Runtime) wait(inst *instance, cmd *exec.Cmd, done chan struct{}) {
+	_ = cmd.Wait() // the exit status is in cmd.ProcessState
+	// Anything the command left behind in its group goes with it.
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+
+	code, msg := exitCode(cmd.ProcessState)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	defer close(done)
+	if inst.done != done {
+		return // already replaced (cannot happen while the agent serialises calls)
+	}
+	inst.done = nil
+	if inst.st.StopRequested {
+		inst.st = state{Status: suanli.StatusStopped, StartedAt: inst.st.StartedAt}
+		r.logger.Info("instance stopped", "instance_id", inst.id)
+	} else {
+		inst.st = state{Status: suanli.StatusExited, ExitCode: &code, Message: msg, StartedAt: inst.st.StartedAt}
+		r.logger.Info("instance exited", "instance_id", inst.id, "exit_code", code)
+	}
+	if r.insts[inst.id] == inst {
+		r.saveStateLocked(inst)
+	}
+}
+
+// exitCode returns a process's exit code, using the shell's 128+N for a
+// death by signal N, and a message for the signal case.
+func exitCode(ps *os.ProcessState) (int, string) {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal()), "killed by signal " + ws.Signal().String()
+	}
+	return ps.ExitCode(), ""
+}
+
+// stop ends inst's process group: SIGTERM, then SIGKILL after the grace
+// period or as soon as ctx ends.
+func (r *Runtime) stop(ctx context.Context, inst *instance) error {
+	r.mu.Lock()
+	if inst.st.Status != suanli.StatusRunning {
+		r.mu.Unlock()
+		return nil
+	}
+	inst.st.StopRequested = true
+	r.saveStateLocked(inst)
+	st, done, bootID := inst.st, inst.done, r.bootID
+	grace := inst.spec.StopGrace
+	r.mu.Unlock()
+	if grace <= 0 {
+		grace = DefaultStopGrace
+	}
+
+	gone := func() bool {
+		if done != nil {
+			select {
+			case <-done:
+				return true
+			default:
+				return false
+			}
+		}
+		return !alive(st.PID, st.StartTicks, st.BootID, bootID)
+	}
+	// waitGone waits until the group leader is gone, d passes, or stop
+	// closes.
+	waitGone := func(d time.Duration, stop <-chan struct{}) bool {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for !gone() {
+			select {
+			case <-done: // nil for adopted processes: never ready
+			case <-tick.C:
+			case <-t.C:
+				return gone()
+			case <-stop:
+				return gone()
+			}
+		}
+		return true
+	}
+
+	r.logger.Info("instance stopping", "instance_id", inst.id, "pid", st.PID, "grace", grace)
+	if !gone() {
+		_ = syscall.Kill(-st.PID, syscall.SIGTERM)
+	}
+	if !waitGone(grace, ctx.Done()) {
+		r.logger.Info("instance ignored SIGTERM, killing it", "instance_id", inst.id, "pid", st.PID)
+		_ = syscall.Kill(-st.PID, syscall.SIGKILL)
+		if !waitGone(killWait, nil) {
+			return fmt.Errorf("instance %d: process %d still there %s after SIGKILL", inst.id, st.PID, killWait)
+		}
+	}
+	if done != nil {
+		<-done // the waiter has recorded the stop
+		return nil
+	}
+	// An adopted process: no waiter, so kill what is left of its group and
+	// record the stop here.
+	_ = syscall.Kill(-st.PID, syscall.SIGKILL)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if inst.st.PID == st.PID {
+		inst.st = state{Status: suanli.StatusStopped, StartedAt: inst.st.StartedAt}
+		r.saveStateLocked(inst)
+		r.logger.Info("instance stopped", "instance_id", inst.id)
+	}
+	return nil
+}
+
+// refreshLocked notices that a process adopted from an earlier agent run
+// has ended.
+func (r *Runtime) refreshLocked(inst *instance) {
+	if inst.st.Status != suanli.StatusRunning || inst.done != nil {
+		return
+	}
+	if alive(inst.st.PID, inst.st.StartTicks, inst.st.BootID, r.bootID) {
+		return
+	}
+	if inst.st.StopRequested {
+		inst.st = state{Status: suanli.StatusStopped, StartedAt: inst.st.StartedAt}
+	} else {
+		inst.st = state{Status: suanli.StatusExited, StartedAt: inst.st.StartedAt,
+			Message: "the process ended; its exit code is unknown because an earlier agent run started it"}
+	}
+	r.saveStateLocked(inst)
+	r.logger.Info("adopted instance ended", "instance_id", inst.id, "status", inst.st.Status)
+}
+
+// sampleLocked updates the instance's telemetry from its group's usage.
+func (inst *instance) sampleLocked(u groupUsage, now time.Time) {
+	var cpu float64
+	switch {
+	case inst.teleSeen && now.After(inst.teleAt) && u.cpuTicks >= inst.teleCPU:
+		cpu = float64(u.cpuTicks-inst.teleCPU) / clockTicks / now.Sub(inst.teleAt).Seconds() * 100
+	case inst.st.StartedAt != nil && now.After(*inst.st.StartedAt):
+		cpu = float64(u.cpuTicks) / clockTicks / now.Sub(*inst.st.StartedAt).Seconds() * 100
+	}
+	inst.tele = &suanli.Telemetry{CPUPercent: cpu, MemoryMB: u.rssBytes >> 20}
+	inst.teleAt, inst.teleCPU, inst.teleSeen = now, u.cpuTicks, true
+}
+
+// loadLocked reads the instances left under the directory by an earlier
+// Runtime, once.
+func (r *Runtime) loadLocked() error {
+	if r.loaded {
+		return nil
+	}
+	r.bootID = readBootID()
+	root := filepath.Join(r.dir, "instances")
+	ents, err := os.ReadDir(root)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("process runtime: read %s: %w", root, err)
+	}
+	for _, e := range ents {
+		id, err := strconv.ParseInt(e.Name(), 10, 64)
+		if err != nil || id <= 0 || !e.IsDir() {
+			continue
+		}
+		inst := &instance{id: id, dir: filepath.Join(root, e.Name()), st: state{Status: suanli.StatusStopped}}
+		if err := readJSON(filepath.Join(inst.dir, "spec.json"), &inst.spec); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			r.logger.Warn("instance spec unreadable", "instance_id", id, "err", err)
+		}
+		if err := readJSON(filepath.Join(inst.dir, "state.json"), &inst.st); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			inst.st = state{Status: suanli.StatusFailed, Message: "the agent could not read this instance's saved state: " + err.Error()}
+		}
+		r.insts[id] = inst
+		if inst.st.Status == suanli.StatusRunning && alive(inst.st.PID, inst.st.StartTicks, inst.st.BootID, r.bootID) {
+			r.logger.Info("instance adopted", "instance_id", id, "pid", inst.st.PID)
+		}
+	}
+	r.loaded = true
+	return nil
+}
+
+// saveStateLocked writes inst.st to state.json. A failure is logged: the
+// state in memory stays right, and only an agent restart would miss it.
+func (r *Runtime) saveStateLocked(inst *instance) {
+	if err := writeJSON(filepath.Join(inst.dir, "state.json"), inst.st); err != nil {
+		r.logger.Error("instance state not saved", "instance_id", inst.id, "err", err)
+	}
+}
+
+// instanceEnv is the command's environment: a default PATH, HOME set to the
+// work directory, the spec's variables, then SUANLI_INSTANCE_ID,
+// SUANLI_GPU_INDEXES and CUDA_VISIBLE_DEVICES, which the spec cannot
+// override. CUDA_VISIBLE_DEVICES names the instance's real GPUs by UUID (or
+// index) and is empty when it has none, so that a CPU-only or simulated
+// rental on a GPU machine sees no GPU.
+func instanceEnv(spec suanli.InstanceSpec, home string) ([]string, error) {
+	env := map[string]string{"PATH": defaultPATH, "HOME": home}
+	for k, v := range spec.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
+			return nil, suanli.FieldErrorf("env", "instance %d: %q is not a valid environment variable name", spec.ID, k)
+		}
+		env[k] = v
+	}
+	env["SUANLI_INSTANCE_ID"] = strconv.FormatInt(spec.ID, 10)
+	idx := make([]string, len(spec.GPUIndexes))
+	for i, n := range spec.GPUIndexes {
+		idx[i] = strconv.Itoa(n)
+	}
+	env["SUANLI_GPU_INDEXES"] = strings.Join(idx, ",")
+	switch {
+	case spec.Simulated:
+		env["CUDA_VISIBLE_DEVICES"] = ""
+	case len(spec.GPUUUIDs) > 0:
+		env["CUDA_VISIBLE_DEVICES"] = strings.Join(spec.GPUUUIDs, ",")
+	default:
+		env["CUDA_VISIBLE_DEVICES"] = strings.Join(idx, ",")
+	}
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// envValue returns the value of key in env ("KEY=value" entries).
+func envValue(env []string, key string) string {
+	for _, kv := range env {
+		if k, v, _ := strings.Cut(kv, "="); k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+// lookPath finds file in the instance's PATH (not the agent's). A name with
+// a slash is used as it is, relative to the work directory.
+func lookPath(file, path string) (string, error) {
+	if strings.Contains(file, "/") {
+		return file, nil
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			continue
+		}
+		p := filepath.Join(dir, file)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("command %q not found in PATH %s", file, path)
+}
+
+// removeAll deletes dir even when the workload made parts of it read-only.
+func removeAll(dir string) error {
+	if err := os.RemoveAll(dir); err == nil {
+		return nil
+	}
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	return os.RemoveAll(dir)
+}
