@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"time"
@@ -32,10 +33,15 @@ func (s *DB) AppendLog(ctx context.Context, instanceID, offset int64, data []byt
 		if offset < end {
 			data = data[end-offset:]
 		} else if offset > end {
-			// The agent lost bytes (its log was rotated); keep the gap visible.
-			gap := []byte(fmt.Sprintf("\n[suanli: %d log bytes lost]\n", offset-end))
-			cur = append(cur, gap...)
-			base -= int64(len(gap)) - (offset - end)
+			// The agent lost bytes (its log was rotated): keep the gap visible
+			// and the offsets absolute, so that later chunks still line up.
+			n := offset - end
+			mark := []byte(fmt.Sprintf("\n[suanli: %d log bytes lost]\n", n))
+			if int64(len(mark)) >= n {
+				mark = bytes.Repeat([]byte{'\n'}, int(n))
+			}
+			cur = append(cur, mark...)
+			base += n - int64(len(mark))
 		}
 		cur = append(cur, data...)
 		end = base + int64(len(cur))

@@ -198,7 +198,11 @@ func (s *DB) RecordHeartbeat(ctx context.Context, id int64, h Heartbeat) error {
 	return s.withTx(ctx, func(tx *Tx) error {
 		if h.Hardware != nil {
 			hw, _ := json.Marshal(h.Hardware)
-			if _, err := tx.exec(ctx, `UPDATE machines SET hardware = ? WHERE id = ?`, string(hw), id); err != nil {
+			sim := false
+			for _, g := range h.Hardware.GPUs {
+				sim = sim || g.Simulated
+			}
+			if _, err := tx.exec(ctx, `UPDATE machines SET hardware = ?, simulated = ? WHERE id = ?`, string(hw), sim, id); err != nil {
 				return err
 			}
 		}
