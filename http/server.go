@@ -154,6 +154,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, rid string, 
 	} else {
 		e = suanli.Error{Code: code, Message: "internal error (request " + rid + ")"}
 	}
+	if r.Context().Err() != nil {
+		// The client went away (an agent ending its long poll): nothing to say.
+		s.Logger.Debug("request canceled", "method", r.Method, "path", r.URL.Path, "request_id", rid)
+		return
+	}
 	if code == suanli.EINTERNAL {
 		s.Logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "request_id", rid, "err", err)
 	}

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/agent"
+	"github.com/suanli/suanli/agent/docker"
+	"github.com/suanli/suanli/agent/process"
+	shttp "github.com/suanli/suanli/http"
+)
+
+// agentConfig is the host agent's configuration.
+type agentConfig struct {
+	FakeGPUs string
+	Runtime  string // auto, docker, process
+	DataDir  string
+}
+
+func (c *agentConfig) flags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&c.FakeGPUs, "fake-gpus", os.Getenv("SUANLI_FAKE_GPUS"), `declare simulated GPUs, e.g. "RTX 4090:2" (development and tests; marked simulated everywhere)`)
+	f.StringVar(&c.Runtime, "runtime", envOr("SUANLI_RUNTIME", "auto"), "how instances run: docker, process, or auto (docker when a daemon is reachable)")
+	f.StringVar(&c.DataDir, "data-dir", "", "where the agent keeps instance data (default HOME/agent)")
+	cmd.RegisterFlagCompletionFunc("runtime", cobra.FixedCompletions([]string{"auto", "docker", "process"}, cobra.ShellCompDirectiveNoFileComp))
+}
+
+// agentState is the agent's own credential (HOME/agent.json, mode 0600).
+type agentState struct {
+	Server    string `json:"server"`
+	MachineID int64  `json:"machine_id"`
+	APIKey    string `json:"api_key"`
+}
+
+func detect(ctx context.Context, c agentConfig, dataDir string) (suanli.Hardware, error) {
+	hw, err := agent.DetectHardware(ctx, dataDir)
+	if err != nil {
+		return hw, fmt.Errorf("detect hardware: %w", err)
+	}
+	if c.FakeGPUs != "" {
+		gpus, err := agent.ParseFakeGPUs(c.FakeGPUs)
+		if err != nil {
+			return hw, suanli.FieldErrorf("fake-gpus", "%v", err)
+		}
+		hw.GPUs = gpus
+	}
+	return hw, nil
+}
+
+func newRuntime(ctx context.Context, c agentConfig, dataDir string, logger *slog.Logger) (agent.Runtime, error) {
+	switch c.Runtime {
+	case "process":
+		return process.New(dataDir, logger), nil
+	case "docker":
+		return docker.New(ctx, docker.Options{DataDir: dataDir, Logger: logger})
+	case "auto", "":
+		if docker.Available(ctx) {
+			return docker.New(ctx, docker.Options{DataDir: dataDir, Logger: logger})
+		}
+		return process.New(dataDir, logger), nil
+	}
+	return nil, suanli.FieldErrorf("runtime", "%q: use docker, process or auto", c.Runtime)
+}
+
+// startAgent joins (once; the credential is kept in stateFile) and runs the
+// agent loop until ctx ends. join is called only when no credential exists.
+func startAgent(ctx context.Context, c agentConfig, server, stateFile string, join func(context.Context) (string, error), logger *slog.Logger) (chan error, *agentState, error) {
+	dataDir := c.DataDir
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, nil, err
+	}
+	hw, err := detect(ctx, c, dataDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	rt, err := newRuntime(ctx, c, dataDir, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	var st agentState
+	if b, err := os.ReadFile(stateFile); err == nil {
+		json.Unmarshal(b, &st)
+	}
+	if st.APIKey == "" || st.MachineID == 0 {
+		tok, err := join(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		resp, err := shttp.NewClient(server, "").Join(ctx, suanli.JoinRequest{Token: tok, Hardware: hw, Runtime: rt.Name()})
+		if err != nil {
+			return nil, nil, err
+		}
+		st = agentState{Server: server, MachineID: resp.MachineID, APIKey: resp.APIKey}
+		b, _ := json.MarshalIndent(st, "", "  ")
+		if err := os.WriteFile(stateFile, b, 0o600); err != nil {
+			return nil, nil, err
+		}
+	}
+	client := shttp.NewClient(server, st.APIKey)
+	ag, err := agent.New(agent.Config{Server: client, Runtime: rt, MachineID: st.MachineID, Hardware: hw, Version: Version, Logger: logger})
+	if err != nil {
+		return nil, nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- ag.Run(ctx) }()
+	logger.Info("agent started", "machine_id", st.MachineID, "runtime", rt.Name(), "gpus", len(hw.GPUs), "server", server)
+	return done, &st, nil
+}
+
+func newAgentCmd(a *app) *cobra.Command {
+	var c agentConfig
+	var token string
+	cmd := &cobra.Command{
+		Use:   "agent --server URL --join-token TOKEN",
+		Short: "Run the host agent: offer this machine and run rented instances",
+		Long: `Run the host agent on a provider's machine. It detects the hardware
+(CPU, RAM, disk, NVIDIA GPUs through nvidia-smi), registers the machine with
+the control plane using a one-time join token (print one with
+'suanli host join-token'), keeps its own credential in HOME/agent.json, and
+then runs the instances the control plane asks for.
+
+List the machine afterwards with 'suanli host list MACHINE --price-gpu …'.`,
+		Example: `  suanli agent --server http://market.example:8470 --join-token sl_join_…
+  suanli agent --server http://127.0.0.1:8470 --join-token sl_join_… --fake-gpus "RTX 4090:2" --runtime process`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			logger := newLogger()
+			server := a.server
+			if server == "" {
+				server = os.Getenv("SUANLI_SERVER")
+			}
+			stateFile := filepath.Join(a.home, "agent.json")
+			if server == "" {
+				var st agentState
+				if b, err := os.ReadFile(stateFile); err == nil && json.Unmarshal(b, &st) == nil {
+					server = st.Server
+				}
+			}
+			if server == "" {
+				return suanli.FieldErrorf("server", "give the control plane's URL with --server or SUANLI_SERVER")
+			}
+			if c.DataDir == "" {
+				c.DataDir = filepath.Join(a.home, "agent")
+			}
+			if err := os.MkdirAll(a.home, 0o700); err != nil {
+				return err
+			}
+			done, st, err := startAgent(cmd.Context(), c, server, stateFile, func(context.Context) (string, error) {
+				if token == "" {
+					return "", suanli.FieldErrorf("join-token", "this machine has not joined yet: pass --join-token (print one with `suanli host join-token`)")
+				}
+				return token, nil
+			}, logger)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "agent running for machine %d against %s\n", st.MachineID, server)
+			return <-done
+		},
+	}
+	c.flags(cmd)
+	cmd.Flags().StringVar(&token, "join-token", os.Getenv("SUANLI_JOIN_TOKEN"), "one-time join token (first start only); env SUANLI_JOIN_TOKEN")
+	return cmd
+}
+

@@ -1,0 +1,402 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/market"
+)
+
+func parseID(what, s string) (int64, error) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, suanli.FieldErrorf(what, "%q is not an id: give the number shown by `suanli %s`", s, map[string]string{"offer": "search", "instance": "ls", "machine": "host machines"}[what])
+	}
+	return id, nil
+}
+
+func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0) }
+
+func newSearchCmd(a *app) *cobra.Command {
+	var q suanli.OfferQuery
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "search [QUERY...]",
+		Short: "Search offers with the query language",
+		Long: `Search the market's offers. A query is space-separated conditions
+'field op value', all of which must hold (AND):
+
+  operators   < <= = == != >= >   in [a,b]   notin [a,b]
+  strings     _ stands for a space: gpu_name=RTX_4090
+  money       dollars: dph<0.5 (dph is dph_total, per hour, incl. --storage GB)
+  units       gpu_ram, cpu_ram, disk_space in GB; inet_up/inet_down in Mb/s
+
+Default filters: ` + market.DefaultQuery + `
+Remove one with field=any (e.g. rentable=any).
+
+Fields: ` + strings.Join(market.Fields(), " ") + `
+
+Order with -o 'dph,reliability-' (a trailing - sorts descending).`,
+		Example: `  suanli search
+  suanli search 'gpu_name=RTX_4090 num_gpus>=2 dph<1.5' -o dph
+  suanli search gpu_ram'>='24 reliability'>'0.95 -o dlperf_per_dphtotal-
+  suanli search 'gpu_name in [H100_SXM,A100_80GB]' --explain --json`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			q.Query = strings.Join(args, " ")
+			res, err := a.client().SearchOffers(cmd.Context(), q)
+			if err != nil {
+				return err
+			}
+			if jsonOut {
+				return a.printJSON(cmd, res)
+			}
+			out := cmd.OutOrStdout()
+			t := table(out)
+			fmt.Fprintln(t, "ID\tGPU\tN\tVRAM\tCPU\tRAM\tDISK\t$/H\tMIN BID\tREL\tWHERE\tSTATUS")
+			for _, o := range res.Offers {
+				gpu := o.GPUName
+				if gpu == "" {
+					gpu = "CPU only"
+				}
+				if o.Simulated {
+					gpu += " (simulated)"
+				}
+				fmt.Fprintf(t, "%d\t%s\t%d/%d\t%.0f GB\t%d\t%.0f GB\t%.0f GB\t%s\t%s\t%.2f\t%s\t%s\n", o.ID, gpu, o.NumGPUs, o.TotalGPUs, o.GPURAM,
+					o.CPUCores, o.CPURAM, o.DiskSpace, o.DPHTotal.Decimal(), o.MinBid.Decimal(), o.Reliability, where(o), rentableText(o))
+			}
+			t.Flush()
+			fmt.Fprintf(out, "%d of %d offers\n", len(res.Offers), res.Total)
+			if res.Explain != nil {
+				fmt.Fprintln(out, "\nWhy:")
+				for _, s := range res.Explain.Steps {
+					line := fmt.Sprintf("  %s removed %d (%d left)", s.Condition, s.Removed, s.Remaining)
+					if s.Nearest != "" {
+						line += " — " + s.Nearest
+					}
+					fmt.Fprintln(out, line)
+				}
+				if res.Explain.Summary != "" {
+					fmt.Fprintln(out, "  "+res.Explain.Summary)
+				}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&q.Order, "order", "o", "", "sort keys, e.g. 'dph,reliability-'")
+	f.IntVar(&q.Limit, "limit", 20, "at most this many offers")
+	f.IntVar(&q.Offset, "offset", 0, "skip this many offers")
+	f.Float64Var(&q.StorageGB, "storage", suanli.DefaultStorageGB, "disk GB priced into dph_total")
+	f.BoolVar(&q.Explain, "explain", false, "say which conditions removed how many offers")
+	f.BoolVar(&jsonOut, "json", false, "print JSON")
+	return cmd
+}
+
+func where(o *suanli.Offer) string {
+	if o.Geolocation != "" {
+		return o.Geolocation
+	}
+	if o.Country != "" {
+		return o.Country
+	}
+	return "-"
+}
+
+func rentableText(o *suanli.Offer) string {
+	if o.Rentable {
+		return "rentable"
+	}
+	return o.HostStatus
+}
+
+func newCreateCmd(a *app) *cobra.Command {
+	var c suanli.InstanceCreate
+	var env []string
+	var bid string
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "create OFFER --image IMAGE [flags] [-- CMD ARGS...]",
+		Short: "Rent an offer and run an image (and command) on it",
+		Long: `Rent an offer from 'suanli search' and run IMAGE on it. Everything after
+-- is the command. By default you rent every free GPU of the offer,
+on-demand, with a 10 GB disk. Compute is billed per second while running;
+the disk from creation until destroy (stopped included).
+
+With --bid the rental is interruptible: cheaper, but a higher bid or an
+on-demand rental can preempt it (it gets SIGTERM and a grace period, then is
+stopped — never destroyed).`,
+		Example: `  suanli create 3 --image ubuntu:24.04 -- sh -c 'nvidia-smi; sleep 3600'
+  suanli create 3 --image pytorch/pytorch --gpus 1 --disk 50 --env WANDB_MODE=offline --label train-1
+  suanli create 3 --image ubuntu:24.04 --bid 0.25 -- ./train.sh`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseID("offer", args[0])
+			if err != nil {
+				return err
+			}
+			c.OfferID = id
+			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
+				if dash != 1 {
+					return suanli.FieldErrorf("args", "give exactly one offer id before --")
+				}
+				c.Cmd = args[dash:]
+			} else if len(args) > 1 {
+				return suanli.FieldErrorf("args", "put the command after --: suanli create %s --image IMAGE -- %s", args[0], strings.Join(args[1:], " "))
+			}
+			c.Env = map[string]string{}
+			for _, kv := range env {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok || k == "" {
+					return suanli.FieldErrorf("env", "%q: write KEY=VALUE", kv)
+				}
+				c.Env[k] = v
+			}
+			if bid != "" {
+				m, err := suanli.ParseMoney(bid)
+				if err != nil {
+					return suanli.FieldErrorf("bid", "%v", err)
+				}
+				c.Bid = &m
+			}
+			in, err := a.client().CreateInstance(cmd.Context(), c)
+			if err != nil {
+				return err
+			}
+			if jsonOut {
+				return a.printJSON(cmd, in)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "instance %d created on machine %d: %s, %s/h compute + %s/h disk (%d GB)\n", in.ID, in.MachineID,
+				in.RentalType+bidText(in), in.Rates.ComputePerHour.Decimal(), in.Rates.StoragePerHour(in.DiskGB).Decimal(), in.DiskGB)
+			fmt.Fprintf(cmd.OutOrStdout(), "next: suanli show %d   suanli logs %d -f   suanli destroy %d\n", in.ID, in.ID, in.ID)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&c.Image, "image", "", "Docker image to run (required)")
+	f.Int64Var(&c.DiskGB, "disk", suanli.DefaultDiskGB, "disk size in GB")
+	f.IntVar(&c.GPUCount, "gpus", 0, "GPUs to rent (default: every free GPU of the offer)")
+	f.IntVar(&c.CPUCores, "cpus", 0, "CPU cores to rent on a CPU-only offer (default: all free)")
+	f.StringArrayVar(&env, "env", nil, "environment variable KEY=VALUE (repeatable)")
+	f.StringVar(&c.Label, "label", "", "a label to recognise the instance")
+	f.StringVar(&bid, "bid", "", "rent interruptible at this price per hour for the whole instance (e.g. 0.25)")
+	f.BoolVar(&jsonOut, "json", false, "print the new instance as JSON")
+	return cmd
+}
+
+func bidText(in *suanli.Instance) string {
+	if in.RentalType == suanli.RentalInterruptible {
+		return " (bid " + in.Bid.Decimal() + "/h)"
+	}
+	return ""
+}
+
+func newLsCmd(a *app) *cobra.Command {
+	var all, jsonOut bool
+	cmd := &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List your instances",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f := suanli.InstanceFilter{}
+			live := !all
+			f.Live = &live
+			if all {
+				f.Live = nil
+				no := false
+				f.Live = &no
+			}
+			ins, _, err := a.client().FindInstances(cmd.Context(), f)
+			if err != nil {
+				return err
+			}
+			if jsonOut {
+				if ins == nil {
+					ins = []*suanli.Instance{}
+				}
+				return a.printJSON(cmd, ins)
+			}
+			t := table(cmd.OutOrStdout())
+			fmt.Fprintln(t, "ID\tSTATUS\tMACHINE\tGPUS\tTYPE\tIMAGE\tCOST\t$/H\tLABEL")
+			for _, in := range ins {
+				fmt.Fprintf(t, "%d\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", in.ID, in.Status, in.MachineID, in.GPUCount, in.RentalType, in.Image,
+					in.CostSoFar.Decimal(), in.BurnRate.Decimal(), in.Label)
+			}
+			return t.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&all, "all", false, "include destroyed instances")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
+	return cmd
+}
+
+func newShowCmd(a *app) *cobra.Command {
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show an instance: status, rental terms, cost so far, burn rate, history",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseID("instance", args[0])
+			if err != nil {
+				return err
+			}
+			c := a.client()
+			in, err := c.FindInstanceByID(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			if jsonOut {
+				return a.printJSON(cmd, in)
+			}
+			ev, err := c.InstanceEvents(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			t := table(out)
+			row := func(k, v string) { fmt.Fprintf(t, "%s\t%s\n", k, v) }
+			row("instance", strconv.FormatInt(in.ID, 10))
+			status := in.Status
+			if in.StatusMessage != "" {
+				status += " — " + in.StatusMessage
+			}
+			row("status", status)
+			row("rental", in.RentalType+bidText(in))
+			row("machine", fmt.Sprintf("%d (%d× %s, %d cores, %.0f GB RAM)%s", in.MachineID, in.GPUCount, orCPU(in.GPUName), in.CPUCores, in.RAMGB, simText(in.Simulated)))
+			row("image", in.Image)
+			if len(in.Cmd) > 0 {
+				row("command", strings.Join(in.Cmd, " "))
+			}
+			row("disk", fmt.Sprintf("%d GB", in.DiskGB))
+			row("rates", fmt.Sprintf("%s/h compute, %s/GB-month disk (%s/h, also while stopped), %s/GB out, %s/GB in",
+				in.Rates.ComputePerHour.Decimal(), in.Rates.StoragePerMonth.Decimal(), in.Rates.StoragePerHour(in.DiskGB).Decimal(),
+				in.Rates.InetUpPerGB.Decimal(), in.Rates.InetDownPerGB.Decimal()))
+			row("cost so far", in.CostSoFar.String())
+			row("burn rate", in.BurnRate.String()+"/h")
+			row("created", in.CreatedAt.Local().Format(time.DateTime))
+			if in.ExitCode != nil {
+				row("exit code", strconv.Itoa(*in.ExitCode))
+			}
+			t.Flush()
+			fmt.Fprintln(out, "\nhistory:")
+			for _, e := range ev {
+				msg := ""
+				if e.Message != "" {
+					msg = " — " + e.Message
+				}
+				fmt.Fprintf(out, "  %s  %s%s\n", e.At.Local().Format("2006-01-02 15:04:05.000"), e.Status, msg)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
+	return cmd
+}
+
+func orCPU(s string) string {
+	if s == "" {
+		return "CPU"
+	}
+	return s
+}
+
+func simText(sim bool) string {
+	if sim {
+		return ", simulated GPUs"
+	}
+	return ""
+}
+
+func newLogsCmd(a *app) *cobra.Command {
+	var follow, jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "logs ID",
+		Short: "Print an instance's output (stdout and stderr); -f follows it",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseID("instance", args[0])
+			if err != nil {
+				return err
+			}
+			c := a.client()
+			var off int64
+			for {
+				chunk, err := c.InstanceLogs(cmd.Context(), id, off)
+				if err != nil {
+					return err
+				}
+				if jsonOut {
+					return a.printJSON(cmd, chunk)
+				}
+				cmd.OutOrStdout().Write(chunk.Data)
+				off = chunk.Next
+				if len(chunk.Data) > 0 {
+					continue
+				}
+				if !follow || chunk.Done {
+					return nil
+				}
+				select {
+				case <-cmd.Context().Done():
+					return nil
+				case <-time.After(500 * time.Millisecond):
+				}
+			}
+		},
+	}
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new output until Ctrl-C or the instance is destroyed")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the first chunk as JSON (offset, data as base64, next)")
+	return cmd
+}
+
+func newStateCmd(a *app, verb string) *cobra.Command {
+	short := map[string]string{
+		"stop":    "Stop an instance: compute billing ends, the disk stays (and is billed)",
+		"start":   "Start a stopped instance again on the same GPUs",
+		"destroy": "Destroy an instance: the rental ends, all billing stops, its data is deleted",
+	}[verb]
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:   verb + " ID...",
+		Short: short,
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c := a.client()
+			for _, s := range args {
+				id, err := parseID("instance", s)
+				if err != nil {
+					return err
+				}
+				var in *suanli.Instance
+				switch verb {
+				case "stop":
+					in, err = c.StopInstance(cmd.Context(), id)
+				case "start":
+					in, err = c.StartInstance(cmd.Context(), id)
+				default:
+					in, err = c.DestroyInstance(cmd.Context(), id)
+				}
+				if err != nil {
+					return err
+				}
+				if jsonOut {
+					if err := a.printJSON(cmd, in); err != nil {
+						return err
+					}
+					continue
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "instance %d: %s (cost so far %s)\n", in.ID, in.Status, in.CostSoFar)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the instance as JSON")
+	return cmd
+}

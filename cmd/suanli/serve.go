@@ -1,0 +1,230 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/control"
+	shttp "github.com/suanli/suanli/http"
+	"github.com/suanli/suanli/sqlstore"
+)
+
+// serverConfig is the control plane's configuration.
+type serverConfig struct {
+	Addr           string
+	DB             string // SQLite path or postgres:// URL; default home/suanli.db
+	Fee            string // platform fee percent, "0"
+	AllowSimulated bool
+	StartCredit    string
+	Heartbeat      time.Duration
+	LostAfter      time.Duration
+	Settle         time.Duration
+}
+
+func (c *serverConfig) flags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&c.Addr, "addr", envOr("SUANLI_ADDR", DefaultAddr), "address to listen on (HOST:PORT; port 0 picks a free one); env SUANLI_ADDR")
+	f.StringVar(&c.DB, "db", os.Getenv("SUANLI_DB"), "database: a SQLite file path or postgres://… (default HOME/suanli.db); env SUANLI_DB")
+	f.StringVar(&c.Fee, "fee-percent", envOr("SUANLI_FEE_PERCENT", "0"), "platform fee taken from provider earnings, in percent (0.01 precision)")
+	f.BoolVar(&c.AllowSimulated, "allow-simulated", os.Getenv("SUANLI_ALLOW_SIMULATED") == "true", "let every account rent machines with simulated GPUs (default: only their owner)")
+	f.StringVar(&c.StartCredit, "operator-credit", "100", "credit given to the operator account when it is created, in dollars")
+	f.DurationVar(&c.Heartbeat, "heartbeat", 10*time.Second, "agent heartbeat interval (long-poll length)")
+	f.DurationVar(&c.LostAfter, "lost-after", 2*time.Minute, "silence after which a host's instances are lost")
+	f.DurationVar(&c.Settle, "settle-every", 10*time.Second, "how often meters are settled into the ledger")
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// running is a started control plane.
+type running struct {
+	svc      *control.Service
+	store    *sqlstore.DB
+	srv      *http.Server
+	url      string
+	operator *suanli.Account
+	done     chan struct{}
+}
+
+func newLogger() *slog.Logger {
+	level := slog.LevelInfo
+	if os.Getenv("SUANLI_LOG") == "debug" {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}
+
+func parseFeeBP(s string) (int64, error) {
+	m, err := suanli.ParseMoney(s) // percent with up to 6 decimals
+	if err != nil || m < 0 || m > suanli.Dollars(100) {
+		return 0, suanli.FieldErrorf("fee-percent", "%q: give a percentage between 0 and 100", s)
+	}
+	return int64(m / 10_000), nil // 1% = 100 bp = 1,000,000 micro
+}
+
+// startControlPlane opens the store, bootstraps the operator account, and
+// serves the API. The returned value's done channel closes when ctx ends
+// and everything has stopped.
+func startControlPlane(ctx context.Context, a *app, c serverConfig, logger *slog.Logger) (*running, error) {
+	if err := os.MkdirAll(a.home, 0o700); err != nil {
+		return nil, fmt.Errorf("create home %s: %w", a.home, err)
+	}
+	dsn := c.DB
+	if dsn == "" {
+		dsn = filepath.Join(a.home, "suanli.db")
+	}
+	fee, err := parseFeeBP(c.Fee)
+	if err != nil {
+		return nil, err
+	}
+	credit, err := suanli.ParseMoney(c.StartCredit)
+	if err != nil {
+		return nil, suanli.FieldErrorf("operator-credit", "%v", err)
+	}
+	store, err := sqlstore.Open(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	svc, err := control.New(ctx, store, control.Config{FeeBasisPoints: fee, AllowSimulated: c.AllowSimulated,
+		HeartbeatInterval: c.Heartbeat, LostAfter: c.LostAfter, SettleInterval: c.Settle}, logger)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", c.Addr)
+	if err != nil {
+		store.Close()
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return nil, suanli.Errorf(suanli.EUNAVAILABLE, "address %s is in use: pass --addr HOST:PORT (port 0 picks a free one)", c.Addr)
+		}
+		return nil, fmt.Errorf("listen on %s: %w", c.Addr, err)
+	}
+	url := "http://" + ln.Addr().String()
+	op, err := bootstrapOperator(ctx, a, svc, url, credit)
+	if err != nil {
+		ln.Close()
+		store.Close()
+		return nil, err
+	}
+	api := shttp.NewServer(svc, logger)
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
+		WriteTimeout: 2*c.Heartbeat + time.Minute, IdleTimeout: 2 * time.Minute}
+	r := &running{svc: svc, store: store, srv: srv, url: url, operator: op, done: make(chan struct{})}
+	loopsDone := make(chan struct{})
+	go func() {
+		defer close(loopsDone)
+		svc.Run(ctx)
+	}()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("serve", "err", err)
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+		<-loopsDone
+		store.Close()
+		close(r.done)
+	}()
+	logger.Info("control plane listening", "url", url, "db", dsn)
+	return r, nil
+}
+
+// bootstrapOperator makes sure the operator account exists and that the
+// home's client config holds a working key for it.
+func bootstrapOperator(ctx context.Context, a *app, svc *control.Service, url string, credit suanli.Money) (*suanli.Account, error) {
+	op, err := svc.Store.FindAccountByName(ctx, "operator")
+	if suanli.ErrorCode(err) == suanli.ENOTFOUND {
+		var secret string
+		op, secret, err = svc.CreateAccountWithKey(ctx, "operator", suanli.RoleOperator, credit)
+		if err != nil {
+			return nil, err
+		}
+		return op, writeClientConfig(a.configPath(), clientConfig{Server: url, APIKey: secret})
+	} else if err != nil {
+		return nil, err
+	}
+	cfg, _ := readClientConfig(a.configPath())
+	if cfg.APIKey != "" {
+		if p, err := svc.Authenticate(ctx, cfg.APIKey, "127.0.0.1"); err == nil && p.AccountID == op.ID {
+			cfg.Server = url
+			return op, writeClientConfig(a.configPath(), cfg)
+		}
+	}
+	secret, err := svc.CreateKey(ctx, op.ID, "default", []string{suanli.ScopeAll}, 365*24*time.Hour)
+	if err != nil {
+		return nil, err
+	}
+	return op, writeClientConfig(a.configPath(), clientConfig{Server: url, APIKey: secret})
+}
+
+// lockHome takes an exclusive lock on the home so two `up`s cannot share it.
+func lockHome(home string) (func(), error) {
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(home, "up.lock")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		b, _ := os.ReadFile(path)
+		f.Close()
+		pid := strings.TrimSpace(string(b))
+		return nil, suanli.Errorf(suanli.ECONFLICT, "another suanli is already running on home %s (pid %s): stop it, or pass --home DIR for a separate marketplace", home, pid)
+	}
+	f.Truncate(0)
+	f.WriteString(strconv.Itoa(os.Getpid()) + "\n")
+	return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+}
+
+func newServerCmd(a *app) *cobra.Command {
+	var c serverConfig
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Run the control plane (API, console, settlement, host leases)",
+		Long: `Run the control plane alone. Agents join it with a token from
+'suanli host join-token'; clients reach it with --server or SUANLI_SERVER.
+
+On first start it creates the operator account and writes its API key to
+HOME/config.json (mode 0600).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			unlock, err := lockHome(a.home)
+			if err != nil {
+				return err
+			}
+			defer unlock()
+			logger := newLogger()
+			r, err := startControlPlane(cmd.Context(), a, c, logger)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Suanli control plane at %s (operator key in %s)\n", r.url, a.configPath())
+			<-r.done
+			return nil
+		},
+	}
+	c.flags(cmd)
+	return cmd
+}
