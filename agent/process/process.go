@@ -211,7 +211,10 @@ func (r *Runtime) Status(ctx context.Context) ([]suanli.InstanceReport, error) {
 			if u, ok := usage[inst.st.PID]; ok {
 				inst.sampleLocked(u, now)
 			}
-			rep.Telemetry = inst.tele
+			if inst.tele != nil {
+				t := *inst.tele // a copy: the caller may change it
+				rep.Telemetry = &t
+			}
 		}
 		reports = append(reports, rep)
 	}

@@ -1,0 +1,429 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/suanli/suanli"
+)
+
+// Limits on the log bytes one sync carries: at most MaxLogChunk per
+// instance and MaxLogPerSync in all. What is left goes in the next sync,
+// which is sent at once.
+const (
+	MaxLogChunk   = 256 << 10
+	MaxLogPerSync = 1 << 20
+)
+
+// Defaults for the zero values in Config.
+const (
+	DefaultPollInterval      = 500 * time.Millisecond
+	DefaultLogFlush          = time.Second
+	DefaultHeartbeatInterval = 10 * time.Second
+	DefaultMaxBackoff        = 30 * time.Second
+)
+
+// gpuSampleEvery is the shortest interval between two GPU samples.
+const gpuSampleEvery = 5 * time.Second
+
+// Server is the control plane as the agent sees it: one long-polling sync
+// call (DESIGN §2). The HTTP client (package http) and the control plane
+// itself (suanli.AgentService) implement it. Sync must return when ctx ends.
+type Server interface {
+	Sync(ctx context.Context, r *suanli.SyncRequest) (*suanli.SyncResponse, error)
+}
+
+// Config is what an Agent needs. Server, Runtime and MachineID are
+// required; every other zero value means the documented default.
+type Config struct {
+	Server    Server
+	Runtime   Runtime
+	MachineID int64
+	// Hardware is sent with the first sync (and every sync until one
+	// succeeds), so the control plane knows what the machine has.
+	Hardware suanli.Hardware
+	// Version is the agent's build version, sent with every sync.
+	Version string
+	// Logger receives the agent's events; nil discards them.
+	Logger *slog.Logger
+	// Now returns the current time; time.Now by default. It dates the last
+	// successful sync, which fencing measures from.
+	Now func() time.Time
+
+	// PollInterval is how often the agent reads the runtime's status while
+	// a sync waits on the server, to report a change at once.
+	// DefaultPollInterval when 0.
+	PollInterval time.Duration
+	// LogFlush is the least time between syncs sent only because an
+	// instance wrote to its log (state changes go at once).
+	// DefaultLogFlush when 0.
+	LogFlush time.Duration
+	// HeartbeatInterval is used until the server sends its own: against a
+	// server that answers a waiting sync at once, the agent still syncs only
+	// once per interval. DefaultHeartbeatInterval when 0.
+	HeartbeatInterval time.Duration
+	// MaxBackoff caps the jittered, doubling delay between failed syncs.
+	// DefaultMaxBackoff when 0.
+	MaxBackoff time.Duration
+	// FenceAfter is how long the agent runs instances without a successful
+	// sync: past it, it stops every running instance, so that a rental the
+	// control plane has given up on (and may have started elsewhere) never
+	// runs twice. It should be the server's lost_after minus a margin. Zero
+	// disables fencing.
+	FenceAfter time.Duration
+	// GPUSampler, when set, reads GPU load (SampleGPUs on a machine with
+	// real NVIDIA GPUs); running instances with real GPUs then report their
+	// GPUs' mean utilisation and summed memory use.
+	GPUSampler func(ctx context.Context) ([]GPUSample, error)
+}
+
+// Agent keeps one machine in sync with the control plane. Create it with
+// New and call Run once.
+type Agent struct {
+	cfg  Config
+	rt   Runtime
+	log  *slog.Logger
+	now  func() time.Time
+	wake chan struct{} // an instance operation finished: look at the status now
+
+	mu    sync.Mutex           // guards insts and every instState in it
+	insts map[int64]*instState // instances the agent has acted on
+	wg    sync.WaitGroup       // instance workers
+
+	// The rest is owned by the Run goroutine.
+	seq          int64
+	version      int64 // desired-state version of the last response
+	synced       bool  // a sync has succeeded
+	heartbeat    time.Duration
+	lastSuccess  time.Time
+	lastReqAt    time.Time
+	fenced       bool
+	lastReports  []suanli.InstanceReport
+	ackedReports map[int64]reportKey // reports of the last acknowledged sync
+	ackedLog     map[int64]int64     // log offsets the server holds
+	gpuSamples   []GPUSample
+	gpuAt        time.Time
+}
+
+// New checks cfg and returns an Agent. It does not contact anything.
+func New(cfg Config) (*Agent, error) {
+	switch {
+	case cfg.Server == nil:
+		return nil, errors.New("agent: no server")
+	case cfg.Runtime == nil:
+		return nil, errors.New("agent: no runtime")
+	case cfg.MachineID <= 0:
+		return nil, errors.New("agent: no machine id")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = DefaultPollInterval
+	}
+	if cfg.LogFlush <= 0 {
+		cfg.LogFlush = DefaultLogFlush
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if cfg.MaxBackoff <= 0 {
+		cfg.MaxBackoff = DefaultMaxBackoff
+	}
+	return &Agent{
+		cfg:          cfg,
+		rt:           cfg.Runtime,
+		log:          cfg.Logger,
+		now:          cfg.Now,
+		wake:         make(chan struct{}, 1),
+		insts:        map[int64]*instState{},
+		heartbeat:    cfg.HeartbeatInterval,
+		ackedReports: map[int64]reportKey{},
+		ackedLog:     map[int64]int64{},
+	}, nil
+}
+
+// Run syncs with the control plane until ctx ends, then waits for the
+// runtime operations in flight (which see ctx end) and returns nil.
+// Instances keep running when Run returns; the next Run (after an agent
+// restart) finds them through the runtime.
+//
+// When it syncs: the first sync goes out at once, without waiting, and
+// carries the hardware. After that every sync is a long poll (Wait) that the
+// server answers when the desired state changes or after the heartbeat
+// interval, unless the agent has news: an instance whose status, message or
+// exit code changed since the last acknowledged sync, or new log bytes. News
+// is sent without Wait; news that turns up while a long poll waits (the
+// agent reads the runtime's status every PollInterval, and at once when an
+// instance operation finishes) cancels the poll and sends a new sync, at
+// most one per LogFlush for log bytes alone. A failed sync is retried after
+// a jittered, doubling backoff; the instances are left as they are, until
+// FenceAfter passes without a successful sync.
+func (a *Agent) Run(ctx context.Context) error {
+	defer a.wg.Wait()
+	a.seed(ctx)
+	a.lastSuccess = a.now()
+	a.log.Info("agent started", "machine_id", a.cfg.MachineID, "runtime", a.rt.Name())
+	failures := 0
+	for ctx.Err() == nil {
+		req := a.buildRequest(ctx)
+		start := a.now()
+		resp, err, cut := a.sync(ctx, req)
+		switch {
+		case ctx.Err() != nil:
+		case cut:
+			// A local change cut the long poll short: send it now.
+		case err != nil:
+			failures++
+			d := a.backoff(failures)
+			a.log.Warn("sync failed", "err", err, "attempt", failures, "retry_in", d)
+			a.pause(ctx, d, false)
+		default:
+			if failures > 0 {
+				a.log.Info("sync restored", "failed_attempts", failures)
+				failures = 0
+			}
+			a.handle(ctx, req, resp)
+			// A server that answers a waiting sync at once with nothing new
+			// (one that does not long-poll) is polled once per heartbeat.
+			if req.Wait && resp.Version == req.KnownVersion {
+				if rest := a.heartbeat - a.now().Sub(start); rest > 0 {
+					a.pause(ctx, rest, true)
+				}
+			}
+		}
+	}
+	a.log.Info("agent stopping", "machine_id", a.cfg.MachineID)
+	return nil
+}
+
+// sync sends req. While a waiting sync is held by the server it watches for
+// news; news cancels the call and sync reports cut.
+func (a *Agent) sync(ctx context.Context, req *suanli.SyncRequest) (resp *suanli.SyncResponse, err error, cut bool) {
+	callCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		resp *suanli.SyncResponse
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := a.cfg.Server.Sync(callCtx, req)
+		done <- result{resp, err}
+	}()
+	tick := time.NewTicker(a.cfg.PollInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case r := <-done:
+			if r.err == nil && r.resp == nil {
+				r.err = errors.New("empty sync response")
+			}
+			return r.resp, r.err, false
+		case <-tick.C:
+			a.checkFence(ctx)
+		case <-a.wake:
+		}
+		if req.Wait && a.news(ctx) {
+			cancel()
+			if r := <-done; r.err == nil && r.resp != nil {
+				return r.resp, nil, false // answered before the cancel took
+			}
+			return nil, nil, true
+		}
+	}
+}
+
+// pause waits d (or until ctx ends), checking the fence. When cutByNews is
+// set, news ends the wait early.
+func (a *Agent) pause(ctx context.Context, d time.Duration, cutByNews bool) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	tick := time.NewTicker(a.cfg.PollInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			return
+		case <-tick.C:
+			a.checkFence(ctx)
+		case <-a.wake:
+		}
+		if cutByNews && a.news(ctx) {
+			return
+		}
+	}
+}
+
+// backoff returns the delay before retry number n (1-based): 500ms doubling
+// up to MaxBackoff, drawn uniformly from its upper half so that agents cut
+// off together do not come back together.
+func (a *Agent) backoff(n int) time.Duration {
+	d := a.cfg.MaxBackoff
+	if n < 20 {
+		d = min(d, 500*time.Millisecond<<(n-1))
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// buildRequest reads the runtime and makes the next sync request.
+func (a *Agent) buildRequest(ctx context.Context) *suanli.SyncRequest {
+	a.seq++
+	reports := a.reports(ctx)
+	req := &suanli.SyncRequest{
+		MachineID:    a.cfg.MachineID,
+		AgentVersion: a.cfg.Version,
+		Runtime:      a.rt.Name(),
+		Seq:          a.seq,
+		KnownVersion: a.version,
+		Instances:    reports,
+	}
+	if !a.synced {
+		hw := a.cfg.Hardware
+		req.Hardware = &hw
+	}
+	// Logs go once the server has said how much of each log it holds
+	// (the first response), so that a restarted agent resends nothing.
+	if a.synced {
+		budget := MaxLogPerSync
+		for _, rep := range reports {
+			if budget <= 0 {
+				break
+			}
+			off := a.ackedLog[rep.ID]
+			b, err := a.rt.ReadLog(ctx, rep.ID, off, min(MaxLogChunk, budget))
+			if err != nil {
+				a.log.Warn("read instance log failed", "instance_id", rep.ID, "err", err)
+				continue
+			}
+			if len(b) > 0 {
+				req.Logs = append(req.Logs, suanli.LogChunk{InstanceID: rep.ID, Offset: off, Data: b, Next: off + int64(len(b))})
+				budget -= len(b)
+			}
+		}
+	}
+	if uc, ok := a.rt.(UsageCounter); ok {
+		usage, err := uc.Usage(ctx)
+		if err != nil {
+			a.log.Warn("read usage counters failed", "err", err)
+		}
+		for _, id := range sortedKeys(usage) {
+			u := usage[id]
+			u.InstanceID, u.Seq = id, a.seq
+			req.Usage = append(req.Usage, u)
+		}
+	}
+	req.Wait = a.synced && len(req.Logs) == 0 && !a.reportsChanged(reports)
+	a.lastReqAt = a.now()
+	return req
+}
+
+// handle takes in a successful sync: what the server acknowledged, then the
+// desired state.
+func (a *Agent) handle(ctx context.Context, req *suanli.SyncRequest, resp *suanli.SyncResponse) {
+	a.synced = true
+	a.lastSuccess = a.now()
+	if a.fenced {
+		a.fenced = false
+		a.log.Info("control plane reachable again, fence lifted")
+	}
+	a.version = resp.Version
+	if resp.HeartbeatInterval > 0 {
+		a.heartbeat = resp.HeartbeatInterval
+	}
+	clear(a.ackedReports)
+	for _, rep := range req.Instances {
+		a.ackedReports[rep.ID] = keyOf(rep)
+	}
+	for _, c := range req.Logs {
+		a.ackedLog[c.InstanceID] = c.Next
+	}
+	for id, off := range resp.LogOffsets {
+		a.ackedLog[id] = off
+	}
+	for id := range a.ackedLog {
+		if _, reported := a.ackedReports[id]; !reported && !slices.ContainsFunc(resp.Instances, func(s suanli.InstanceSpec) bool { return s.ID == id }) {
+			delete(a.ackedLog, id)
+		}
+	}
+	a.reconcile(ctx, resp.Instances, req.Instances)
+}
+
+// news reports whether there is something to tell the server that the last
+// acknowledged sync did not carry: a changed instance report, or (at most
+// once per LogFlush) new log bytes.
+func (a *Agent) news(ctx context.Context) bool {
+	reports := a.reports(ctx)
+	if a.reportsChanged(reports) {
+		return true
+	}
+	if !a.synced || a.now().Sub(a.lastReqAt) < a.cfg.LogFlush {
+		return false
+	}
+	for _, rep := range reports {
+		if b, err := a.rt.ReadLog(ctx, rep.ID, a.ackedLog[rep.ID], 1); err == nil && len(b) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// reportKey is the part of an instance report whose change is news;
+// telemetry is not.
+type reportKey struct {
+	status, message string
+	exitCode        int
+	hasExit         bool
+	startedAt       int64
+}
+
+func keyOf(r suanli.InstanceReport) reportKey {
+	k := reportKey{status: r.Status, message: r.Message}
+	if r.ExitCode != nil {
+		k.exitCode, k.hasExit = *r.ExitCode, true
+	}
+	if r.StartedAt != nil {
+		k.startedAt = r.StartedAt.UnixNano()
+	}
+	return k
+}
+
+// reportsChanged compares reports with those of the last acknowledged sync.
+func (a *Agent) reportsChanged(reports []suanli.InstanceReport) bool {
+	if len(reports) != len(a.ackedReports) {
+		return true
+	}
+	for _, r := range reports {
+		if k, ok := a.ackedReports[r.ID]; !ok || k != keyOf(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// nudge asks the Run goroutine to look at the status now.
+func (a *Agent) nudge() {
+	select {
+	case a.wake <- struct{}{}:
+	default:
+	}
+}
+
+func sortedKeys[V any](m map[int64]V) []int64 {
+	keys := make([]int64, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

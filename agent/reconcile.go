@@ -1,0 +1,289 @@
+package agent
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"slices"
+
+	"github.com/suanli/suanli"
+)
+
+// instState is what the agent knows about one instance besides what the
+// runtime reports. Guarded by Agent.mu.
+type instState struct {
+	spec *suanli.InstanceSpec // the last spec the server sent
+	want *op                  // the operation asked for last
+	done *op                  // the operation that ran last (an Ensure that failed counts as run)
+	busy bool                 // a worker goroutine runs operations for it
+	err  string               // why the last Ensure failed; "" when it did not
+	// ended: at agent start the runtime held this instance exited or
+	// failed. The server's first "running" for it is taken as already
+	// applied, so that restarting the agent does not restart finished work.
+	ended bool
+}
+
+// op is one runtime operation: Ensure(spec) or Remove.
+type op struct {
+	remove bool
+	spec   suanli.InstanceSpec
+	key    []byte // spec as JSON, for comparison (nil and empty fields alike)
+}
+
+func ensureOp(spec suanli.InstanceSpec) *op {
+	key, _ := json.Marshal(spec)
+	return &op{spec: spec, key: key}
+}
+
+func (o *op) same(p *op) bool {
+	if o == nil || p == nil {
+		return o == p
+	}
+	return o.remove == p.remove && (o.remove || (o.spec.ID == p.spec.ID && bytes.Equal(o.key, p.key)))
+}
+
+// seed notes the instances the runtime holds at start that have finished.
+func (a *Agent) seed(ctx context.Context) {
+	reports, err := a.rt.Status(ctx)
+	if err != nil {
+		a.log.Warn("runtime status failed", "err", err)
+		return
+	}
+	a.lastReports = reports
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, r := range reports {
+		if r.Status == suanli.StatusExited || r.Status == suanli.StatusFailed {
+			a.insts[r.ID] = &instState{ended: true}
+		}
+	}
+}
+
+// reconcile asks the runtime for the desired state: Ensure for each spec
+// that differs from the one asked for last, Remove for each instance the
+// server no longer lists (or lists as destroyed). Operations run in one
+// goroutine per instance, one at a time, so that a slow one (an image pull,
+// a stop grace) holds up no other instance; a newer request for an instance
+// replaces one still waiting.
+//
+// An Ensure is not repeated for the same spec: a workload that exited stays
+// exited, and a failed Ensure stays failed, until the server sends a
+// different spec for it (stop, then start). A failed Remove is retried on
+// the next sync.
+func (a *Agent) reconcile(ctx context.Context, specs []suanli.InstanceSpec, reports []suanli.InstanceReport) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	desired := make(map[int64]bool, len(specs))
+	for _, spec := range specs {
+		if spec.Desired == suanli.DesiredDestroyed {
+			continue
+		}
+		desired[spec.ID] = true
+		st := a.insts[spec.ID]
+		if st == nil {
+			st = &instState{}
+			a.insts[spec.ID] = st
+		}
+		s := spec
+		st.spec = &s
+		o := ensureOp(spec)
+		if st.ended && st.want == nil && spec.Desired == suanli.DesiredRunning {
+			st.want, st.done, st.ended = o, o, false
+			continue
+		}
+		st.ended = false
+		if o.same(st.want) {
+			continue
+		}
+		st.want = o
+		a.kickLocked(ctx, spec.ID, st)
+	}
+	ids := sortedKeys(a.insts)
+	for _, r := range reports {
+		ids = append(ids, r.ID)
+	}
+	for _, id := range ids {
+		if desired[id] {
+			continue
+		}
+		st := a.insts[id]
+		if st == nil {
+			st = &instState{}
+			a.insts[id] = st
+		}
+		if st.want != nil && st.want.remove {
+			continue
+		}
+		st.want = &op{remove: true}
+		a.kickLocked(ctx, id, st)
+	}
+}
+
+// kickLocked starts a worker for the instance unless one runs.
+func (a *Agent) kickLocked(ctx context.Context, id int64, st *instState) {
+	if st.busy {
+		return
+	}
+	st.busy = true
+	a.wg.Add(1)
+	go a.work(ctx, id, st)
+}
+
+// work runs the instance's operations until it has done the last one asked.
+func (a *Agent) work(ctx context.Context, id int64, st *instState) {
+	defer a.wg.Done()
+	for {
+		a.mu.Lock()
+		o := st.want
+		if o == nil || o.same(st.done) || ctx.Err() != nil {
+			st.busy = false
+			a.mu.Unlock()
+			return
+		}
+		a.mu.Unlock()
+
+		var err error
+		if o.remove {
+			err = a.rt.Remove(ctx, id)
+		} else {
+			err = a.rt.Ensure(ctx, o.spec)
+		}
+
+		a.mu.Lock()
+		switch {
+		case ctx.Err() != nil:
+			// Shutting down: what happened is not the instance's fault.
+		case o.remove && err == nil:
+			st.done, st.err = o, ""
+			if st.want == o {
+				delete(a.insts, id)
+			}
+			a.log.Info("instance removed", "instance_id", id)
+		case o.remove:
+			if st.want == o {
+				st.want = nil // the next sync asks again
+			}
+			a.log.Warn("instance remove failed", "instance_id", id, "err", err)
+		case err != nil:
+			st.done, st.err = o, err.Error()
+			a.log.Warn("instance ensure failed", "instance_id", id, "desired", o.spec.Desired, "err", err)
+		default:
+			st.done, st.err = o, ""
+		}
+		a.mu.Unlock()
+		a.nudge()
+	}
+}
+
+// reports reads the runtime's status and overlays what only the agent
+// knows: failed Ensures and GPU load. When the runtime cannot answer, the
+// last reports stand.
+func (a *Agent) reports(ctx context.Context) []suanli.InstanceReport {
+	reports, err := a.rt.Status(ctx)
+	if err != nil {
+		a.log.Warn("runtime status failed", "err", err)
+		reports = slices.Clone(a.lastReports)
+	}
+	a.mu.Lock()
+	gpus := map[int64][]int{}
+	for id, st := range a.insts {
+		if st.spec != nil && !st.spec.Simulated && len(st.spec.GPUIndexes) > 0 {
+			gpus[id] = st.spec.GPUIndexes
+		}
+		if st.err == "" || (st.want != nil && st.want.remove) {
+			continue
+		}
+		i := slices.IndexFunc(reports, func(r suanli.InstanceReport) bool { return r.ID == id })
+		if i < 0 {
+			reports = append(reports, suanli.InstanceReport{ID: id})
+			i = len(reports) - 1
+		}
+		reports[i] = suanli.InstanceReport{ID: id, Status: suanli.StatusFailed, Message: st.err, StartedAt: reports[i].StartedAt}
+	}
+	a.mu.Unlock()
+	a.addGPUTelemetry(ctx, reports, gpus)
+	slices.SortFunc(reports, func(x, y suanli.InstanceReport) int { return cmp.Compare(x.ID, y.ID) })
+	a.lastReports = reports
+	return reports
+}
+
+// addGPUTelemetry fills the GPU fields of running instances' telemetry from
+// a GPU sample at most gpuSampleEvery old.
+func (a *Agent) addGPUTelemetry(ctx context.Context, reports []suanli.InstanceReport, gpus map[int64][]int) {
+	if a.cfg.GPUSampler == nil || len(gpus) == 0 {
+		return
+	}
+	if now := a.now(); a.gpuAt.IsZero() || now.Sub(a.gpuAt) >= gpuSampleEvery {
+		samples, err := a.cfg.GPUSampler(ctx)
+		if err != nil {
+			a.log.Warn("gpu sample failed", "err", err)
+		}
+		a.gpuSamples, a.gpuAt = samples, now
+	}
+	for i := range reports {
+		idx := gpus[reports[i].ID]
+		if len(idx) == 0 || reports[i].Status != suanli.StatusRunning {
+			continue
+		}
+		var t suanli.Telemetry
+		if reports[i].Telemetry != nil {
+			t = *reports[i].Telemetry
+		}
+		var util float64
+		n := 0
+		for _, s := range a.gpuSamples {
+			if slices.Contains(idx, s.Index) {
+				util += s.UtilPercent
+				t.GPUMemoryMB += s.MemoryUsedMB
+				n++
+			}
+		}
+		if n == 0 {
+			continue
+		}
+		t.GPUUtilPercent = util / float64(n)
+		reports[i].Telemetry = &t
+	}
+}
+
+// checkFence stops every running instance once FenceAfter has passed
+// without a successful sync (DESIGN §4: the agent fences itself before the
+// control plane declares the machine lost). It fences once per outage; the
+// next successful sync lifts the fence and applies the desired state again,
+// so an instance the server still wants running starts again then.
+func (a *Agent) checkFence(ctx context.Context) {
+	if a.cfg.FenceAfter <= 0 || a.fenced {
+		return
+	}
+	since := a.now().Sub(a.lastSuccess)
+	if since < a.cfg.FenceAfter {
+		return
+	}
+	a.fenced = true
+	reports := a.reports(ctx)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := 0
+	for _, r := range reports {
+		if r.Status != suanli.StatusRunning && r.Status != suanli.StatusPulling {
+			continue
+		}
+		st := a.insts[r.ID]
+		if st == nil {
+			st = &instState{}
+			a.insts[r.ID] = st
+		}
+		spec := suanli.InstanceSpec{ID: r.ID}
+		if st.spec != nil {
+			spec = *st.spec
+		}
+		spec.Desired = suanli.DesiredStopped
+		st.want = ensureOp(spec)
+		st.ended = false
+		a.kickLocked(ctx, r.ID, st)
+		n++
+	}
+	a.log.Warn("control plane unreachable, fencing: stopping instances",
+		"since_last_sync", since, "fence_after", a.cfg.FenceAfter, "instances", n)
+}
