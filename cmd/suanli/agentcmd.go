@@ -168,4 +168,3 @@ List the machine afterwards with 'suanli host list MACHINE --price-gpu …'.`,
 	cmd.Flags().StringVar(&token, "join-token", os.Getenv("SUANLI_JOIN_TOKEN"), "one-time join token (first start only); env SUANLI_JOIN_TOKEN")
 	return cmd
 }
-
