@@ -1,0 +1,518 @@
+package docker_test
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/client"
+
+	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/agent/docker"
+)
+
+// One instance through its whole life: run, limits, ports, logs, exec,
+// traffic, telemetry.
+func TestRun(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	r := e.runtime()
+	ctx := t.Context()
+
+	spec := e.spec(1)
+	spec.Env["FOO"] = "bar"
+	start := time.Now()
+	MustEnsure(t, r, spec)
+	t.Logf("create→running with a local image: %v", time.Since(start).Round(time.Millisecond))
+
+	rep := report(t, r, 1)
+	if rep.Status != suanli.StatusRunning || rep.StartedAt == nil {
+		t.Fatalf("report = %+v, want running with StartedAt", rep)
+	}
+	ports, err := r.Ports(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hp := ports[8080]
+	if hp == 0 || !strings.Contains(rep.Message, fmt.Sprintf("8080→%d", hp)) {
+		t.Errorf("Ports = %v, Message = %q: want 8080 mapped and shown", ports, rep.Message)
+	}
+
+	// Limits and isolation, as the daemon holds them.
+	ins, err := e.cli.ContainerInspect(ctx, e.containerName(1), client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := ins.Container.HostConfig
+	if hc.NanoCPUs != 1e9 || hc.Memory != 128<<20 || hc.PidsLimit == nil || *hc.PidsLimit != docker.DefaultPidsLimit {
+		t.Errorf("NanoCPUs, Memory, PidsLimit = %d, %d, %v; want 1e9, %d, %d", hc.NanoCPUs, hc.Memory, hc.PidsLimit, 128<<20, docker.DefaultPidsLimit)
+	}
+	if hc.Privileged || !slices.Contains(hc.SecurityOpt, "no-new-privileges:true") {
+		t.Errorf("Privileged = %v, SecurityOpt = %v; want unprivileged with no-new-privileges", hc.Privileged, hc.SecurityOpt)
+	}
+	if !slices.Equal(hc.CapDrop, []string{"ALL"}) || slices.Contains(hc.CapAdd, "CAP_NET_RAW") || !slices.Contains(hc.CapAdd, "CAP_SETUID") {
+		t.Errorf("CapDrop = %v, CapAdd = %v; want ALL dropped and the allowlist added", hc.CapDrop, hc.CapAdd)
+	}
+	if string(hc.NetworkMode) != e.networkName(1) {
+		t.Errorf("NetworkMode = %q, want the private network %q", hc.NetworkMode, e.networkName(1))
+	}
+	if l := ins.Container.Config.Labels; l[docker.LabelInstance] != "1" || l[docker.LabelManaged] != "true" {
+		t.Errorf("labels = %v", l)
+	}
+
+	// The mapped port answers from the host, and the workload knows it.
+	body := httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/id", hp))
+	if body != "1" {
+		t.Errorf("GET /id on host port %d = %q, want 1", hp, body)
+	}
+	if code, out := execOut(t, r, 1, "/t", "env", "SUANLI_TCP_PORT_8080"); code != 0 || out != strconv.Itoa(hp) {
+		t.Errorf("SUANLI_TCP_PORT_8080 in the container = %q (exit %d), want %d", out, code, hp)
+	}
+	if _, out := execOut(t, r, 1, "/t", "env", "FOO"); out != "bar" {
+		t.Errorf("FOO in the container = %q, want bar", out)
+	}
+
+	// Logs: stdout and stderr, and reads from an offset.
+	log := waitLog(t, r, 1, "stderr of instance 1")
+	if !strings.Contains(log, "hello from instance 1\n") {
+		t.Errorf("log = %q, want the stdout greeting", log)
+	}
+	tail, err := r.ReadLog(ctx, 1, 6, 4)
+	if err != nil || string(tail) != log[6:10] {
+		t.Errorf("ReadLog(1, 6, 4) = %q, %v; want %q", tail, err, log[6:10])
+	}
+	if b, err := r.ReadLog(ctx, 1, int64(len(log)+100), 10); err != nil || len(b) != 0 {
+		t.Errorf("ReadLog past the end = %q, %v; want nothing", b, err)
+	}
+
+	// Exec: exit codes, output, stdin.
+	if code, out := execOut(t, r, 1, "/t", "exit", "3"); code != 3 || out != "exiting with 3\n" {
+		t.Errorf("exec exit 3 = %d, %q", code, out)
+	}
+	var out strings.Builder
+	code, err := r.Exec(ctx, 1, []string{"/t", "stdin"}, strings.NewReader("ping"), &out, nil)
+	if err != nil || code != 0 || out.String() != "ping" {
+		t.Errorf("exec stdin = %d, %q, %v; want 0, ping", code, out.String(), err)
+	}
+	if code, _ := execOut(t, r, 1, "/no/such/binary"); code != 126 && code != 127 {
+		t.Errorf("exec of a missing binary exited %d, want 126 or 127", code)
+	}
+
+	// Egress: 3 MB sent by the container are counted.
+	before, err := r.Usage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const blob = 3_000_000
+	if n := len(httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/blob?n=%d", hp, blob))); n != blob {
+		t.Fatalf("GET /blob returned %d bytes, want %d", n, blob)
+	}
+	after, err := r.Usage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := after[1].TxBytes - before[1].TxBytes; d < blob || d > 2*blob {
+		t.Errorf("TxBytes grew by %d for a %d-byte response, want about that", d, blob)
+	}
+	if after[1].RxBytes <= 0 || after[1].InstanceID != 1 {
+		t.Errorf("usage = %+v, want received bytes counted", after[1])
+	}
+
+	// Telemetry from the second sample on.
+	rep = report(t, r, 1)
+	if rep.Telemetry == nil || rep.Telemetry.MemoryMB < 0 || rep.Telemetry.CPUPercent < 0 {
+		t.Errorf("telemetry = %+v, want a sample", rep.Telemetry)
+	}
+
+	// Ensure is idempotent.
+	MustEnsure(t, r, spec)
+	ins2, _ := e.cli.ContainerInspect(ctx, e.containerName(1), client.ContainerInspectOptions{})
+	if ins2.Container.ID != ins.Container.ID || ins2.Container.State.StartedAt != ins.Container.State.StartedAt {
+		t.Errorf("a second Ensure replaced or restarted the container")
+	}
+}
+
+// Stop keeps the writable layer: a file written before a stop is there
+// after the start; the log keeps growing at stable offsets; ports stay.
+func TestStopStartKeepsFiles(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	r := e.runtime()
+	ctx := t.Context()
+	spec := e.spec(2)
+	MustEnsure(t, r, spec)
+	if code, _ := execOut(t, r, 2, "/t", "write", "/keep.txt", "still here"); code != 0 {
+		t.Fatalf("write exited %d", code)
+	}
+	ports1, _ := r.Ports(ctx, 2)
+	first := waitLog(t, r, 2, "stderr of instance 2")
+
+	spec.Desired = suanli.DesiredStopped
+	start := time.Now()
+	MustEnsure(t, r, spec)
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("stop took %v, want well under the 3 s grace (the workload exits on SIGTERM)", d)
+	}
+	if rep := report(t, r, 2); rep.Status != suanli.StatusStopped || rep.ExitCode != nil {
+		t.Fatalf("after stop: %+v, want stopped", rep)
+	}
+	MustEnsure(t, r, spec) // idempotent
+	if _, err := r.Exec(ctx, 2, []string{"/t", "env", "X"}, nil, nil, nil); suanli.ErrorCode(err) != suanli.ECONFLICT {
+		t.Errorf("Exec on a stopped instance: %v, want conflict", err)
+	}
+
+	spec.Desired = suanli.DesiredRunning
+	MustEnsure(t, r, spec)
+	if rep := report(t, r, 2); rep.Status != suanli.StatusRunning {
+		t.Fatalf("after start: %+v, want running", rep)
+	}
+	if code, out := execOut(t, r, 2, "/t", "cat", "/keep.txt"); code != 0 || out != "still here" {
+		t.Errorf("cat /keep.txt after stop/start = %d, %q", code, out)
+	}
+	if ports2, _ := r.Ports(ctx, 2); ports2[8080] != ports1[8080] {
+		t.Errorf("host port changed across stop/start: %v → %v", ports1, ports2)
+	}
+	// Both runs in one log, the first run's bytes where they were.
+	var log string
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		b, _ := r.ReadLog(ctx, 2, 0, 1<<20)
+		log = string(b)
+		return strings.Count(log, "stderr of instance 2") == 2 && strings.Count(log, "hello from instance 2") == 2,
+			fmt.Sprintf("log = %q, want the greetings of two runs", log)
+	})
+	if !strings.Contains(log, "got SIGTERM, bye\n") || !strings.HasPrefix(log, first) {
+		t.Errorf("log after restart = %q, want it to start with %q", log, first)
+	}
+}
+
+// A workload that ends by itself is reported exited with its code, and not
+// restarted until the control plane asks for stopped, then running.
+func TestExited(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	r := e.runtime()
+	spec := e.spec(3)
+	spec.Cmd = []string{"exit", "7"}
+	MustEnsure(t, r, spec)
+	var rep suanli.InstanceReport
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		rep = report(t, r, 3)
+		return rep.Status == suanli.StatusExited, fmt.Sprintf("report = %+v, want exited", rep)
+	})
+	if rep.ExitCode == nil || *rep.ExitCode != 7 || !strings.Contains(rep.Message, "code 7") {
+		t.Errorf("exited report = %+v, want exit code 7", rep)
+	}
+	waitLog(t, r, 3, "exiting with 7\n")
+
+	MustEnsure(t, r, spec) // still desired running: stays exited
+	if rep := report(t, r, 3); rep.Status != suanli.StatusExited {
+		t.Errorf("after Ensure(running) on an exited instance: %+v, want still exited", rep)
+	}
+	spec.Desired = suanli.DesiredStopped
+	MustEnsure(t, r, spec)
+	if rep := report(t, r, 3); rep.Status != suanli.StatusStopped {
+		t.Errorf("after Ensure(stopped): %+v, want stopped", rep)
+	}
+	spec.Desired = suanli.DesiredRunning
+	MustEnsure(t, r, spec)
+	waitLog(t, r, 3, "exiting with 7\nexiting with 7\n") // ran a second time
+}
+
+// Remove deletes the container, its anonymous volume, its network and its
+// log; removing again is fine.
+func TestRemove(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	r := e.runtime()
+	ctx := t.Context()
+	MustEnsure(t, r, e.spec(4))
+	waitLog(t, r, 4, "hello")
+	ins, err := e.cli.ContainerInspect(ctx, e.containerName(4), client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vol string
+	for _, m := range ins.Container.Mounts {
+		if m.Destination == "/vol" {
+			vol = m.Name
+		}
+	}
+	if vol == "" {
+		t.Fatalf("no anonymous volume at /vol: %+v", ins.Container.Mounts)
+	}
+
+	if err := r.Remove(ctx, 4); err != nil {
+		t.Fatalf("Remove: %v", err)
+	}
+	if _, err := e.cli.ContainerInspect(ctx, e.containerName(4), client.ContainerInspectOptions{}); !cerrdefs.IsNotFound(err) {
+		t.Errorf("container after Remove: %v, want not found", err)
+	}
+	if _, err := e.cli.VolumeInspect(ctx, vol, client.VolumeInspectOptions{}); !cerrdefs.IsNotFound(err) {
+		t.Errorf("anonymous volume %s after Remove: %v, want not found", vol, err)
+	}
+	if _, err := e.cli.NetworkInspect(ctx, e.networkName(4), client.NetworkInspectOptions{}); !cerrdefs.IsNotFound(err) {
+		t.Errorf("network after Remove: %v, want not found", err)
+	}
+	if _, err := r.ReadLog(ctx, 4, 0, 100); suanli.ErrorCode(err) != suanli.ENOTFOUND {
+		t.Errorf("ReadLog after Remove: %v, want not_found", err)
+	}
+	if reps, _ := r.Status(ctx); len(reps) != 0 {
+		t.Errorf("Status after Remove = %+v, want nothing", reps)
+	}
+	if err := r.Remove(ctx, 4); err != nil {
+		t.Errorf("second Remove: %v", err)
+	}
+	if err := r.Remove(ctx, 999); err != nil {
+		t.Errorf("Remove of an unknown instance: %v", err)
+	}
+}
+
+// An image for another architecture is refused before anything is created,
+// by Preflight and by Ensure.
+func TestArchMismatch(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	r := e.runtime()
+	ctx := t.Context()
+	other := "arm64"
+	if runtime.GOARCH == "arm64" {
+		other = "amd64"
+	}
+	ref := "suanli-test/arch-" + other + ":latest"
+	// The builder does not run anything for a FROM scratch image, so a
+	// placeholder file is enough: the image's platform is what is checked.
+	if err := BuildImage(ctx, e.cli, ref, "linux/"+other, "FROM scratch\nCOPY t /t\nCMD [\"/t\"]\n",
+		map[string][]byte{"t": []byte("not a program")}); err != nil {
+		t.Fatal(err)
+	}
+	spec := e.spec(5)
+	spec.Image = ref
+	want := fmt.Sprintf("image %s is linux/%s, host is %s: choose an %s or multi-arch image", ref, other, r.HostPlatform(), runtime.GOARCH)
+	err := r.Preflight(ctx, spec)
+	if suanli.ErrorCode(err) != suanli.EINVALID || suanli.ErrorMessage(err) != want {
+		t.Errorf("Preflight = %v, want invalid: %q", err, want)
+	}
+	err = r.Ensure(ctx, spec)
+	if suanli.ErrorCode(err) != suanli.EINVALID || suanli.ErrorMessage(err) != want {
+		t.Errorf("Ensure = %v, want invalid: %q", err, want)
+	}
+	if _, err := e.cli.ContainerInspect(ctx, e.containerName(5), client.ContainerInspectOptions{}); !cerrdefs.IsNotFound(err) {
+		t.Errorf("a refused instance left a container: %v", err)
+	}
+	if _, err := e.cli.NetworkInspect(ctx, e.networkName(5), client.NetworkInspectOptions{}); !cerrdefs.IsNotFound(err) {
+		t.Errorf("a refused instance left a network: %v", err)
+	}
+	if err := r.Preflight(ctx, e.spec(6)); err != nil {
+		t.Errorf("Preflight of the host-arch test image: %v", err)
+	}
+}
+
+// Bad specs and images that cannot be had are refused with a message that
+// says so.
+func TestRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	r := e.runtime()
+	ctx := t.Context()
+	reg := NewRegistry(t)
+	tests := []struct {
+		name string
+		edit func(*suanli.InstanceSpec)
+		code string
+		msg  string // regexp
+	}{
+		{"no image", func(s *suanli.InstanceSpec) { s.Image = "" }, suanli.EINVALID, `names no image`},
+		{"bad port", func(s *suanli.InstanceSpec) { s.Env[docker.EnvPorts] = "8080,http" }, suanli.EINVALID, `"http" is not a TCP port`},
+		{"bad desired", func(s *suanli.InstanceSpec) { s.Desired = "paused" }, suanli.EINVALID, `want running or stopped`},
+		{"not in registry", func(s *suanli.InstanceSpec) { s.Image = reg.Host + "/suanli-test/absent:v1" }, suanli.EINVALID,
+			`image 127\.0\.0\.1:\d+/suanli-test/absent:v1 is not on this host and cannot be pulled \(.*\): check the name`},
+		{"huge disk", func(s *suanli.InstanceSpec) { s.DiskGB = 1 << 30 }, suanli.ECONFLICT, `asks 1073741824 GB of disk, the host has .* free`},
+	}
+	for _, tt := range tests {
+		spec := e.spec(7)
+		tt.edit(&spec)
+		err := r.Ensure(ctx, spec)
+		if suanli.ErrorCode(err) != tt.code || !regexp.MustCompile(tt.msg).MatchString(suanli.ErrorMessage(err)) {
+			t.Errorf("%s: Ensure = %v (%s), want %s matching %q", tt.name, err, suanli.ErrorCode(err), tt.code, tt.msg)
+		}
+	}
+	if reps, _ := r.Status(ctx); len(reps) != 0 {
+		t.Errorf("refused instances left %+v", reps)
+	}
+}
+
+// Pulling: Status reports progress while the layer downloads, Preflight asks
+// the registry for the platform without pulling, and an image for another
+// architecture is refused before its layers are fetched.
+func TestPull(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	r := e.runtime()
+	ctx := t.Context()
+	reg := NewRegistry(t)
+	ref := reg.AddImage("suanli-test/pull-"+e.ns, "v1", "linux", runtime.GOARCH, 3<<20, true)
+	trackImage(ref)
+	other := "arm64"
+	if runtime.GOARCH == "arm64" {
+		other = "amd64"
+	}
+	armRef := reg.AddImage("suanli-test/pull-arm-"+e.ns, "v1", "linux", other, 1000, false)
+
+	if err := r.Preflight(ctx, suanli.InstanceSpec{ID: 8, Image: ref}); err != nil {
+		t.Errorf("Preflight(%s) = %v", ref, err)
+	}
+	err := r.Preflight(ctx, suanli.InstanceSpec{ID: 8, Image: armRef})
+	if want := "is linux/" + other + ", host is"; suanli.ErrorCode(err) != suanli.EINVALID || !strings.Contains(suanli.ErrorMessage(err), want) {
+		t.Errorf("Preflight(%s) = %v, want invalid containing %q", armRef, err, want)
+	}
+
+	spec := e.spec(8)
+	spec.Image = ref
+	spec.Desired = suanli.DesiredStopped // the image holds no program; created is enough
+	done := make(chan error, 1)
+	go func() { done <- r.Ensure(ctx, spec) }()
+	waitFor(t, 20*time.Second, func() (bool, string) {
+		reps, err := r.Status(ctx)
+		if err != nil || len(reps) == 0 {
+			return false, fmt.Sprintf("Status = %+v, %v; want pulling", reps, err)
+		}
+		ok := reps[0].Status == suanli.StatusPulling && regexp.MustCompile(`^pulling \d+% of 3\.\d MB$`).MatchString(reps[0].Message)
+		return ok, fmt.Sprintf("report = %+v, want pulling N%% of 3.x MB", reps[0])
+	})
+	reg.Release()
+	if err := <-done; err != nil {
+		t.Fatalf("Ensure after pull: %v", err)
+	}
+	if rep := report(t, r, 8); rep.Status != suanli.StatusStopped {
+		t.Errorf("after pull: %+v, want stopped (created)", rep)
+	}
+}
+
+// Two instances cannot reach each other; the host can reach both.
+func TestIsolation(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	r := e.runtime()
+	ctx := t.Context()
+	MustEnsure(t, r, e.spec(10))
+	MustEnsure(t, r, e.spec(11))
+	ip := func(id int64) string {
+		ins, err := e.cli.ContainerInspect(ctx, e.containerName(id), client.ContainerInspectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ep := ins.Container.NetworkSettings.Networks[e.networkName(id)]
+		if ep == nil || !ep.IPAddress.IsValid() {
+			t.Fatalf("instance %d has no address on %s", id, e.networkName(id))
+		}
+		return ep.IPAddress.String()
+	}
+	a, b := ip(10), ip(11)
+	waitLog(t, r, 11, "hello")
+	// The control: B serves, and the host reaches it.
+	if body := httpGet(t, "http://"+net.JoinHostPort(b, "8080")+"/id"); body != "11" {
+		t.Fatalf("host → instance 11 at %s: %q", b, body)
+	}
+	// A reaches itself but not B.
+	if code, out := execOut(t, r, 10, "/t", "dial", net.JoinHostPort(a, "8080")); code != 0 {
+		t.Errorf("instance 10 → itself: exit %d, %s", code, out)
+	}
+	if code, out := execOut(t, r, 10, "/t", "dial", net.JoinHostPort(b, "8080")); code == 0 {
+		t.Errorf("instance 10 → instance 11 at %s: connected (%s), want refused", b, out)
+	}
+	if code, out := execOut(t, r, 11, "/t", "dial", net.JoinHostPort(a, "8080")); code == 0 {
+		t.Errorf("instance 11 → instance 10 at %s: connected (%s), want refused", a, out)
+	}
+}
+
+// A fresh Runtime (an agent restart) re-adopts running and stopped
+// instances, keeps log offsets without duplicating lines, and tells stopped
+// from exited.
+func TestReadopt(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	r1 := e.runtime()
+	ctx := t.Context()
+	MustEnsure(t, r1, e.spec(12))
+	stopped := e.spec(13)
+	MustEnsure(t, r1, stopped)
+	stopped.Desired = suanli.DesiredStopped
+	MustEnsure(t, r1, stopped)
+	log1 := waitLog(t, r1, 12, "stderr of instance 12")
+	tx1, _ := r1.Usage(ctx)
+	ins1, _ := e.cli.ContainerInspect(ctx, e.containerName(12), client.ContainerInspectOptions{})
+	if err := r1.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	r2 := e.runtime()
+	reps, err := r2.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reps) != 2 || reps[0].ID != 12 || reps[0].Status != suanli.StatusRunning || reps[1].ID != 13 || reps[1].Status != suanli.StatusStopped {
+		t.Fatalf("Status after restart = %+v, want 12 running and 13 stopped", reps)
+	}
+	MustEnsure(t, r2, e.spec(12))
+	ins2, _ := e.cli.ContainerInspect(ctx, e.containerName(12), client.ContainerInspectOptions{})
+	if ins2.Container.ID != ins1.Container.ID || ins2.Container.State.StartedAt != ins1.Container.State.StartedAt {
+		t.Errorf("Ensure after restart replaced or restarted the container")
+	}
+	// New output lands after the old, nothing twice.
+	if code, _ := execOut(t, r2, 12, "/t", "exit", "0"); code != 0 {
+		t.Fatal("exec failed")
+	}
+	spec := e.spec(12)
+	spec.Desired = suanli.DesiredStopped
+	MustEnsure(t, r2, spec)
+	log2 := waitLog(t, r2, 12, "got SIGTERM, bye\n")
+	if !strings.HasPrefix(log2, log1) || strings.Count(log2, "hello from instance 12") != 1 {
+		t.Errorf("log after restart = %q, want %q then the rest once", log2, log1)
+	}
+	tx2, _ := r2.Usage(ctx)
+	if tx2[12].TxBytes < tx1[12].TxBytes {
+		t.Errorf("traffic counters went back across the restart: %d → %d", tx1[12].TxBytes, tx2[12].TxBytes)
+	}
+}
+
+// Available answers for the daemon the tests use.
+func TestAvailable(t *testing.T) {
+	MustDocker(t)
+	if !docker.Available(t.Context()) {
+		t.Errorf("Available = false with a daemon answering")
+	}
+}
+
+func httpGet(tb testing.TB, url string) string {
+	tb.Helper()
+	c := &http.Client{Timeout: 10 * time.Second}
+	var last error
+	for range 50 { // the port opens a moment after the container starts
+		resp, err := c.Get(url)
+		if err == nil {
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				tb.Fatalf("GET %s: %v", url, err)
+			}
+			return string(b)
+		}
+		last = err
+		if !errors.Is(err, io.EOF) && !strings.Contains(err.Error(), "connection re") {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	tb.Fatalf("GET %s: %v", url, last)
+	return ""
+}
