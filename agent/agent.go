@@ -16,16 +16,16 @@ import (
 // instance and MaxLogPerSync in all. What is left goes in the next sync,
 // which is sent at once.
 const (
-	MaxLogChunk   = 256 << 10
-	MaxLogPerSync = 1 << 20
+	MaxLogChunk   = 256 << 10 // bytes of one instance's log in one sync
+	MaxLogPerSync = 1 << 20   // log bytes of all instances in one sync
 )
 
 // Defaults for the zero values in Config.
 const (
-	DefaultPollInterval      = 500 * time.Millisecond
-	DefaultLogFlush          = time.Second
-	DefaultHeartbeatInterval = 10 * time.Second
-	DefaultMaxBackoff        = 30 * time.Second
+	DefaultPollInterval      = 500 * time.Millisecond // Config.PollInterval
+	DefaultLogFlush          = time.Second            // Config.LogFlush
+	DefaultHeartbeatInterval = 10 * time.Second       // Config.HeartbeatInterval (DESIGN §4)
+	DefaultMaxBackoff        = 30 * time.Second       // Config.MaxBackoff
 )
 
 // gpuSampleEvery is the shortest interval between two GPU samples.
@@ -41,8 +41,12 @@ type Server interface {
 // Config is what an Agent needs. Server, Runtime and MachineID are
 // required; every other zero value means the documented default.
 type Config struct {
-	Server    Server
-	Runtime   Runtime
+	// Server is the control plane (the HTTP client in production).
+	Server Server
+	// Runtime runs the instances; the agent calls it from one goroutine
+	// per instance, as the Runtime contract says.
+	Runtime Runtime
+	// MachineID is the id the control plane gave this machine at join.
 	MachineID int64
 	// Hardware is sent with the first sync (and every sync until one
 	// succeeds), so the control plane knows what the machine has.
@@ -83,7 +87,8 @@ type Config struct {
 }
 
 // Agent keeps one machine in sync with the control plane. Create it with
-// New and call Run once.
+// New and call Run once; Run is its only goroutine-facing method, so there
+// is nothing else to synchronise. The zero value is not usable.
 type Agent struct {
 	cfg  Config
 	rt   Runtime

@@ -118,8 +118,8 @@ func ParseFakeGPUs(spec string) ([]suanli.GPU, error) {
 		}
 		if len(parts) == 3 {
 			gb, err := strconv.ParseFloat(strings.TrimSpace(parts[2]), 64)
-			if err != nil || gb <= 0 || gb > 4096 {
-				return nil, suanli.Errorf(suanli.EINVALID, "fake GPUs %q: memory %q must be a number of GB above 0", entry, parts[2])
+			if err != nil || !(gb*1024 >= 1 && gb <= 4096) { // also refuses NaN
+				return nil, suanli.Errorf(suanli.EINVALID, "fake GPUs %q: memory %q must be a number of GB from 0.001 to 4096", entry, parts[2])
 			}
 			model.memoryMB = int64(gb * 1024)
 		} else if !known {

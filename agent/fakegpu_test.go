@@ -63,6 +63,8 @@ func TestParseFakeGPUsErrors(t *testing.T) {
 		{"RTX 4090:two", "at least 1"},
 		{"RTX 9999:1", "unknown model"},
 		{"RTX 4090:1:-3", "memory"},
+		{"RTX 4090:1:NaN", "memory"},
+		{"RTX 4090:1:0.0001", "memory"},
 		{":2", "empty model"},
 		{"RTX 4090:65", "at most 64"},
 		{"RTX 4090:1:2:3", "MODEL:COUNT"},
@@ -81,4 +83,27 @@ func TestParseFakeGPUsErrors(t *testing.T) {
 	if !strings.Contains(err.Error(), "RTX 4090") {
 		t.Errorf("unknown model error %q does not list the known models", err)
 	}
+}
+
+func FuzzParseFakeGPUs(f *testing.F) {
+	for _, s := range []string{"RTX 4090:2", "RTX 4090:2,A100:1", "RTX 2080 Super:1:8", "H100:64", ":", ",,"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, spec string) {
+		gpus, err := agent.ParseFakeGPUs(spec)
+		if err != nil {
+			if suanli.ErrorCode(err) != suanli.EINVALID {
+				t.Errorf("ParseFakeGPUs(%q) error %v is not invalid", spec, err)
+			}
+			return
+		}
+		if len(gpus) == 0 || len(gpus) > 64 {
+			t.Errorf("ParseFakeGPUs(%q) = %d GPUs", spec, len(gpus))
+		}
+		for i, g := range gpus {
+			if g.Index != i || !g.Simulated || g.MemoryMB <= 0 || g.Name == "" || !strings.HasPrefix(g.UUID, "GPU-sim-") {
+				t.Errorf("ParseFakeGPUs(%q)[%d] = %+v", spec, i, g)
+			}
+		}
+	})
 }

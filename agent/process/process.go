@@ -99,10 +99,12 @@ func New(dir string, logger *slog.Logger) *Runtime {
 func (r *Runtime) Name() string { return "process" }
 
 // Ensure brings the instance to spec.Desired. Running starts spec.Cmd unless
-// it already runs (an instance that exited is started again: the agent
-// decides when to call). Stopped sends SIGTERM to the instance's process
-// group and SIGKILL after spec.StopGrace (DefaultStopGrace when 0), or at
-// once if ctx ends first. The spec is saved and used for later starts.
+// it runs already or has exited: a workload that ended by itself stays
+// "exited" (with its exit code) until it is asked to stop, and starts again
+// on the next running, so that an exit is reported rather than hidden by a
+// restart loop. Stopped sends SIGTERM to the instance's process group and
+// SIGKILL after spec.StopGrace (DefaultStopGrace when 0), or at once if ctx
+// ends first. The spec is saved and used for later starts.
 // Errors are EINVALID for a spec this runtime cannot run (no command, a
 // command not found) and plain errors for I/O failures.
 func (r *Runtime) Ensure(ctx context.Context, spec suanli.InstanceSpec) error {
@@ -125,14 +127,14 @@ func (r *Runtime) Ensure(ctx context.Context, spec suanli.InstanceSpec) error {
 	r.refreshLocked(inst)
 	if spec.Desired == suanli.DesiredRunning {
 		defer r.mu.Unlock()
-		if inst.st.Status == suanli.StatusRunning {
+		if inst.st.Status == suanli.StatusRunning || inst.st.Status == suanli.StatusExited {
 			return nil
 		}
 		return r.startLocked(inst)
 	}
 	if inst.st.Status != suanli.StatusRunning {
-		if inst.st.Status == suanli.StatusFailed {
-			inst.st = state{Status: suanli.StatusStopped}
+		if inst.st.Status != suanli.StatusStopped {
+			inst.st = state{Status: suanli.StatusStopped, StartedAt: inst.st.StartedAt}
 			r.saveStateLocked(inst)
 		}
 		r.mu.Unlock()

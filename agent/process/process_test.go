@@ -306,6 +306,38 @@ func TestStopEndsEarlyWithContext(t *testing.T) {
 	}
 }
 
+func TestExitedStaysExited(t *testing.T) {
+	r, _ := newRuntime(t)
+	spec := shSpec(1, `echo run; exit 5`)
+	if err := r.Ensure(t.Context(), spec); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, r, 1, suanli.StatusExited)
+	// Running again for the same instance does not restart finished work.
+	if err := r.Ensure(t.Context(), spec); err != nil {
+		t.Fatal(err)
+	}
+	if rep := report(t, r, 1); rep.Status != suanli.StatusExited || rep.ExitCode == nil || *rep.ExitCode != 5 {
+		t.Errorf("after Ensure(running) of an exited instance: %+v, want still exited with code 5", rep)
+	}
+	// Stopped, then running, starts it again.
+	spec.Desired = suanli.DesiredStopped
+	if err := r.Ensure(t.Context(), spec); err != nil {
+		t.Fatal(err)
+	}
+	if rep := report(t, r, 1); rep.Status != suanli.StatusStopped || rep.ExitCode != nil {
+		t.Errorf("after Ensure(stopped) of an exited instance: %+v, want stopped", rep)
+	}
+	spec.Desired = suanli.DesiredRunning
+	if err := r.Ensure(t.Context(), spec); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, r, 1, suanli.StatusExited)
+	if log, _ := r.ReadLog(t.Context(), 1, 0, 100); string(log) != "run\nrun\n" {
+		t.Errorf("log = %q, want two runs", log)
+	}
+}
+
 func TestExitBySignal(t *testing.T) {
 	r, _ := newRuntime(t)
 	if err := r.Ensure(t.Context(), shSpec(1, `kill -KILL $$`)); err != nil {
