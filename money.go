@@ -21,7 +21,12 @@ func Dollars(n int64) Money { return Money(n) * Micro }
 
 // String formats m as "$1.234567" with trailing zeros trimmed to at least two
 // decimals ("$0.30", "-$1.05", "$0.000001").
-func (m Money) String() string { return "$" + m.Decimal() }
+func (m Money) String() string {
+	if m < 0 {
+		return "-$" + (-m).Decimal()
+	}
+	return "$" + m.Decimal()
+}
 
 // Decimal formats m without a currency sign: "0.30", "-1.05".
 func (m Money) Decimal() string {
