@@ -31,6 +31,10 @@ const (
 // gpuSampleEvery is the shortest interval between two GPU samples.
 const gpuSampleEvery = 5 * time.Second
 
+// syncMargin is how much longer than the heartbeat interval one sync may
+// take before the agent gives up on it.
+const syncMargin = 30 * time.Second
+
 // Server is the control plane as the agent sees it: one long-polling sync
 // call (DESIGN §2). The HTTP client (package http) and the control plane
 // itself (suanli.AgentService) implement it. Sync must return when ctx ends.
@@ -213,7 +217,10 @@ func (a *Agent) Run(ctx context.Context) error {
 // sync sends req. While a waiting sync is held by the server it watches for
 // news; news cancels the call and sync reports cut.
 func (a *Agent) sync(ctx context.Context, req *suanli.SyncRequest) (resp *suanli.SyncResponse, err error, cut bool) {
-	callCtx, cancel := context.WithCancel(ctx)
+	// The server holds a waiting sync for up to a heartbeat; past that and
+	// a margin, the connection is taken for dead (a black-holed network
+	// sends no reset) and the sync fails, to be retried.
+	callCtx, cancel := context.WithTimeout(ctx, a.heartbeat+syncMargin)
 	defer cancel()
 	type result struct {
 		resp *suanli.SyncResponse

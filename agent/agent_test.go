@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -410,6 +411,48 @@ func TestAgentGPUTelemetry(t *testing.T) {
 		}
 		if r, _ := srv.report(2); r.Telemetry != nil {
 			t.Errorf("simulated instance telemetry = %+v, want none", r.Telemetry)
+		}
+	})
+}
+
+// blackHole is a server whose syncs never answer (a network that drops
+// everything): they end only when the agent gives up on them.
+type blackHole struct {
+	mu    sync.Mutex
+	calls int
+}
+
+func (b *blackHole) Sync(ctx context.Context, req *suanli.SyncRequest) (*suanli.SyncResponse, error) {
+	b.mu.Lock()
+	b.calls++
+	b.mu.Unlock()
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func (b *blackHole) count() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.calls
+}
+
+func TestAgentGivesUpOnHungSyncAndFences(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, rt := &blackHole{}, newTestRuntime(t)
+		rt.add(1, suanli.StatusRunning) // running since before the agent started
+		stop := startAgent(t, srv, rt, func(c *agent.Config) { c.FenceAfter = 60 * time.Second })
+		defer stop()
+
+		time.Sleep(50 * time.Second)
+		if n := srv.count(); n < 2 {
+			t.Errorf("%d sync attempts in 50s against a black hole, want the first given up on and retried", n)
+		}
+		if in, _ := rt.inst(1); in.status != suanli.StatusRunning {
+			t.Errorf("instance 1 = %s before FenceAfter, want running", in.status)
+		}
+		time.Sleep(15 * time.Second)
+		if in, _ := rt.inst(1); in.status != suanli.StatusStopped {
+			t.Errorf("instance 1 = %s after FenceAfter with every sync hanging, want stopped", in.status)
 		}
 	})
 }

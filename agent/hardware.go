@@ -18,6 +18,11 @@ import (
 	"github.com/suanli/suanli"
 )
 
+// ErrGPUDetect is wrapped by DetectHardware's error when nvidia-smi is on
+// PATH but fails, so that a caller declaring simulated GPUs (which replace
+// the detected ones) can go on with a warning.
+var ErrGPUDetect = errors.New("gpu detection failed")
+
 // nvidiaSMITimeout bounds one nvidia-smi run; a hung driver must not hang
 // the agent's start.
 const nvidiaSMITimeout = 15 * time.Second
@@ -30,8 +35,8 @@ const nvidiaSMITimeout = 15 * time.Second
 // A machine without nvidia-smi has no GPUs and that is not an error. When
 // nvidia-smi is there but fails (driver not loaded, version mismatch),
 // DetectHardware returns everything else it found together with an error
-// that quotes nvidia-smi, so the caller can refuse to start rather than list
-// a GPU machine as CPU-only. Simulated GPUs (ParseFakeGPUs) are the caller's
+// that wraps ErrGPUDetect and quotes nvidia-smi, so the caller can refuse to
+// start rather than list a GPU machine as CPU-only. Simulated GPUs (ParseFakeGPUs) are the caller's
 // business: it replaces Hardware.GPUs with them.
 func DetectHardware(ctx context.Context, dataDir string) (suanli.Hardware, error) {
 	hw := suanli.Hardware{
@@ -56,7 +61,7 @@ func DetectHardware(ctx context.Context, dataDir string) (suanli.Hardware, error
 		errs = append(errs, err)
 	}
 	if hw.GPUs, err = detectNvidiaGPUs(ctx); err != nil {
-		errs = append(errs, err)
+		errs = append(errs, fmt.Errorf("%w: %w", ErrGPUDetect, err))
 	}
 	return hw, errors.Join(errs...)
 }

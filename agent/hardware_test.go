@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -76,8 +77,8 @@ func TestDetectHardwareNvidia(t *testing.T) {
 func TestDetectHardwareNvidiaFails(t *testing.T) {
 	fakeNvidiaSMI(t, "", "")
 	hw, err := agent.DetectHardware(t.Context(), t.TempDir())
-	if err == nil || !strings.Contains(err.Error(), "couldn't communicate with the NVIDIA driver") {
-		t.Fatalf("DetectHardware error = %v, want nvidia-smi's own message", err)
+	if !errors.Is(err, agent.ErrGPUDetect) || !strings.Contains(err.Error(), "couldn't communicate with the NVIDIA driver") {
+		t.Fatalf("DetectHardware error = %v, want ErrGPUDetect with nvidia-smi's own message", err)
 	}
 	if hw.RAMMB <= 0 || hw.CPUCores <= 0 {
 		t.Errorf("DetectHardware = %+v: want the rest of the hardware with the error", hw)
