@@ -173,9 +173,10 @@ func New(cfg Config) (*Agent, error) {
 // is sent without Wait; news that turns up while a long poll waits (the
 // agent reads the runtime's status every PollInterval, and at once when an
 // instance operation finishes) cancels the poll and sends a new sync, at
-// most one per LogFlush for log bytes alone. A failed sync is retried after
-// a jittered, doubling backoff; the instances are left as they are, until
-// FenceAfter passes without a successful sync.
+// most one per LogFlush for log bytes alone. A sync that has no answer after
+// the heartbeat interval plus 30s is abandoned. A failed sync is retried
+// after a jittered, doubling backoff; the instances are left as they are,
+// until FenceAfter passes without a successful sync.
 func (a *Agent) Run(ctx context.Context) error {
 	defer a.wg.Wait()
 	a.seed(ctx)
