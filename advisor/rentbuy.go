@@ -83,6 +83,12 @@ type TCO struct {
 	UtilizationNote string       `json:"utilization_note,omitempty"`
 }
 
+// Input limits that keep every product far inside int64 micro-units.
+const (
+	maxKWhPrice      = suanli.Money(1000) * suanli.Micro
+	maxHardwarePrice = suanli.Money(100_000_000) * suanli.Micro
+)
+
 // RentVsBuyResult holds both answers.
 type RentVsBuyResult struct {
 	Input RentVsBuyInput `json:"input"` // with defaults filled in
@@ -117,8 +123,12 @@ func RentVsBuy(in RentVsBuyInput) (*RentVsBuyResult, error) {
 		return nil, suanli.FieldErrorf("utilization", "%s: give a share of the month between 0 and 1 (or 0%% to 100%%)", FormatBP(in.UtilizationBP))
 	case in.PowerWatts < 0 || in.PowerWatts > 10_000_000:
 		return nil, suanli.FieldErrorf("power-watts", "%d: give the draw in watts, 0 to 10,000,000", in.PowerWatts)
-	case in.KWhPrice < 0:
-		return nil, suanli.FieldErrorf("kwh-price", "must not be negative")
+	case in.KWhPrice < 0 || in.KWhPrice > maxKWhPrice:
+		return nil, suanli.FieldErrorf("kwh-price", "%s: give the electricity price per kWh, 0 to %s", in.KWhPrice, maxKWhPrice)
+	case in.Hourly > MaxHourly:
+		return nil, suanli.FieldErrorf("hourly", "%s an hour is over the %s limit", in.Hourly, MaxHourly)
+	case in.HardwarePrice > maxHardwarePrice:
+		return nil, suanli.FieldErrorf("hardware-price", "%s is over the %s limit", in.HardwarePrice, maxHardwarePrice)
 	}
 	if in.UtilizationBP == 0 {
 		in.UtilizationBP = min(10000, in.Hours*10000/HoursPerMonth)
