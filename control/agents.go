@@ -111,7 +111,8 @@ func (s *Service) applyReport(ctx context.Context, machineID int64, rep suanli.I
 				next, msg = suanli.StatusRunning, ""
 			}
 		case suanli.StatusStopped:
-			if in.Status != suanli.StatusPending {
+			// An exit or failure already explains why it is not running: keep it.
+			if in.Status != suanli.StatusPending && in.Status != suanli.StatusExited && in.Status != suanli.StatusFailed {
 				next = suanli.StatusStopped
 			}
 		case suanli.StatusExited:

@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/suanli/suanli"
@@ -21,6 +23,10 @@ type agentConfig struct {
 	FakeGPUs string
 	Runtime  string // auto, docker, process
 	DataDir  string
+	// FenceAfter stops billed workloads after this long without reaching
+	// the control plane (its lost_after minus a margin), so a rental the
+	// control plane gave up on never runs twice.
+	FenceAfter time.Duration
 }
 
 func (c *agentConfig) flags(cmd *cobra.Command) {
@@ -28,6 +34,7 @@ func (c *agentConfig) flags(cmd *cobra.Command) {
 	f.StringVar(&c.FakeGPUs, "fake-gpus", os.Getenv("SUANLI_FAKE_GPUS"), `declare simulated GPUs, e.g. "RTX 4090:2" (development and tests; marked simulated everywhere)`)
 	f.StringVar(&c.Runtime, "runtime", envOr("SUANLI_RUNTIME", "auto"), "how instances run: docker, process, or auto (docker when a daemon is reachable)")
 	f.StringVar(&c.DataDir, "data-dir", "", "where the agent keeps instance data (default HOME/agent)")
+	f.DurationVar(&c.FenceAfter, "fence-after", 100*time.Second, "stop running instances after this long without the control plane (its lost-after minus a margin; 0 disables)")
 	cmd.RegisterFlagCompletionFunc("runtime", cobra.FixedCompletions([]string{"auto", "docker", "process"}, cobra.ShellCompDirectiveNoFileComp))
 }
 
@@ -40,6 +47,9 @@ type agentState struct {
 
 func detect(ctx context.Context, c agentConfig, dataDir string) (suanli.Hardware, error) {
 	hw, err := agent.DetectHardware(ctx, dataDir)
+	if errors.Is(err, agent.ErrGPUDetect) && c.FakeGPUs != "" {
+		err = nil // the simulated GPUs replace what nvidia-smi failed to report
+	}
 	if err != nil {
 		return hw, fmt.Errorf("detect hardware: %w", err)
 	}
@@ -103,7 +113,12 @@ func startAgent(ctx context.Context, c agentConfig, server, stateFile string, jo
 		}
 	}
 	client := shttp.NewClient(server, st.APIKey)
-	ag, err := agent.New(agent.Config{Server: client, Runtime: rt, MachineID: st.MachineID, Hardware: hw, Version: Version, Logger: logger})
+	cfg := agent.Config{Server: client, Runtime: rt, MachineID: st.MachineID, Hardware: hw, Version: Version, Logger: logger,
+		FenceAfter: c.FenceAfter}
+	if len(hw.GPUs) > 0 && !hw.GPUs[0].Simulated {
+		cfg.GPUSampler = agent.SampleGPUs
+	}
+	ag, err := agent.New(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
