@@ -182,7 +182,8 @@ func EstimateVRAM(w Workload) (*Estimate, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, a := range alternatives(e.Workload) {
+	_, ar, _, _ := resolve(w)
+	for _, a := range alternatives(e.Workload, isTransformer(ar.kind)) {
 		ae, err := estimate(a.w)
 		if err != nil {
 			continue
@@ -301,7 +302,7 @@ func estimate(w Workload) (*Estimate, error) {
 	}
 	e := &Estimate{Workload: w, Params: p, ModelName: a.name}
 	if e.ModelName == "" {
-		e.ModelName = FormatParams(p) + " parameters"
+		e.ModelName = "custom model"
 	}
 	note := func(format string, args ...any) { e.Assumptions = append(e.Assumptions, fmt.Sprintf(format, args...)) }
 	if a.guessed {
@@ -367,8 +368,14 @@ func estimate(w Workload) (*Estimate, error) {
 			} else {
 				e.Activations = round(L * layer)
 			}
-			note("activations per Korthikanti et al. 2022: s·b·h·(34%s) bytes per layer at 16 bits%s, micro-batch %d, sequence %d",
-				map[bool]string{true: "", false: " + 5·a·s/h"}[a.flash], map[bool]string{true: " (doubled for fp32)", false: ""}[w.Dtype == FP32], mb, w.Seq)
+			formula := "s·b·h·34 (memory-efficient attention)"
+			if !a.flash {
+				formula = "s·b·h·(34 + 5·a·s/h)"
+			}
+			if w.Dtype == FP32 {
+				formula += ", doubled for fp32"
+			}
+			note("activations per Korthikanti et al. 2022: %s bytes per layer at 16 bits, micro-batch %d, sequence %d", formula, mb, w.Seq)
 			if a.kind == KindDecoder && a.vocab > 0 {
 				e.Activations += round(b * s * float64(a.vocab) * 4 * 2)
 				note("output logits over a %d-token vocabulary in fp32, with their gradient", a.vocab)
@@ -444,9 +451,9 @@ type alt struct {
 }
 
 // alternatives lists the changes worth showing for w: the other side of
-// mixed precision, gradient accumulation, checkpointing, LoRA/QLoRA for
-// training; quantisation for inference.
-func alternatives(w Workload) []alt {
+// mixed precision, gradient accumulation, checkpointing, LoRA/QLoRA (for
+// transformers) for training; quantisation for inference.
+func alternatives(w Workload, transformer bool) []alt {
 	var out []alt
 	with := func(change string, f func(*Workload)) {
 		c := w
@@ -476,7 +483,7 @@ func alternatives(w Workload) []alt {
 	if !w.Checkpointing {
 		with("activation checkpointing", func(c *Workload) { c.Checkpointing = true })
 	}
-	if !w.LoRA {
+	if !w.LoRA && transformer {
 		with("LoRA rank 16 (bf16 base)", func(c *Workload) {
 			c.LoRA, c.LoRARank = true, 16
 			if c.Dtype == FP32 {
@@ -484,10 +491,10 @@ func alternatives(w Workload) []alt {
 			}
 		})
 	}
-	if w.Dtype.Bits() >= 16 {
+	if w.Dtype.Bits() >= 16 && transformer {
 		with("QLoRA (int4 base, LoRA rank 16)", func(c *Workload) { c.LoRA, c.LoRARank, c.Dtype = true, 16, INT4 })
 	}
-	if w.Optimizer != SGD {
+	if w.Optimizer != SGD && !w.LoRA {
 		with("SGD with momentum instead of "+string(w.Optimizer), func(c *Workload) { c.Optimizer = SGD })
 	}
 	return out
