@@ -178,17 +178,16 @@ func GiBOf(b int64) float64 { return float64(b) / GiB }
 // for an unknown model, a missing parameter count, or a combination that
 // cannot run (training int8/int4 weights without LoRA).
 func EstimateVRAM(w Workload) (*Estimate, error) {
-	e, err := estimate(w)
+	e, a, err := estimate(w)
 	if err != nil {
 		return nil, err
 	}
-	_, ar, _, _ := resolve(w)
-	for _, a := range alternatives(e.Workload, isTransformer(ar.kind)) {
-		ae, err := estimate(a.w)
+	for _, alt := range alternatives(e.Workload, isTransformer(a.kind)) {
+		ae, _, err := estimate(alt.w)
 		if err != nil {
 			continue
 		}
-		e.Alternatives = append(e.Alternatives, Alternative{Change: a.change, Total: ae.Total, Delta: ae.Total - e.Total})
+		e.Alternatives = append(e.Alternatives, Alternative{Change: alt.change, Total: ae.Total, Delta: ae.Total - e.Total})
 	}
 	return e, nil
 }
@@ -295,10 +294,10 @@ func guessArch(params int64) arch {
 		headDim: hidden / heads, vocab: 32000, flash: true, guessed: true}
 }
 
-func estimate(w Workload) (*Estimate, error) {
+func estimate(w Workload) (*Estimate, arch, error) {
 	w, a, p, err := resolve(w)
 	if err != nil {
-		return nil, err
+		return nil, a, err
 	}
 	e := &Estimate{Workload: w, Params: p, ModelName: a.name}
 	if e.ModelName == "" {
@@ -422,7 +421,7 @@ func estimate(w Workload) (*Estimate, error) {
 	if w.GradAccum > 1 {
 		note("gradient accumulation: %d micro-batches of %d make the batch of %d; only one micro-batch's activations are held", w.GradAccum, mb, w.Batch)
 	}
-	return e, nil
+	return e, a, nil
 }
 
 func round(f float64) int64 { return int64(math.Round(f)) }

@@ -227,7 +227,7 @@ func TestCatalogImportListCompare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	contains(t, out, "Imported 67 vast rows", "skipped 0", "67 rows from 1 providers")
+	contains(t, out, "Imported 67 vast rows", "skipped 0", "now holds 67 rows: vast 67.")
 	b, err := os.ReadFile(filepath.Join(h, advisecli.CatalogFile))
 	if err != nil {
 		t.Fatalf("catalog not stored: %v", err)

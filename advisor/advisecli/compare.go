@@ -203,7 +203,11 @@ kept in $SUANLI_HOME/` + CatalogFile + `.`,
 			for _, s := range skipped {
 				fmt.Fprintf(out, "  line %d %s: %s\n", s.Line, orDash(s.InstanceType), s.Reason)
 			}
-			fmt.Fprintf(out, "The imported catalog (%s) now holds %d rows from %d providers.\n", path, len(stored.Rows), len(stored.Imports))
+			var per []string
+			for _, im := range stored.Imports {
+				per = append(per, fmt.Sprintf("%s %d", im.Provider, im.Rows))
+			}
+			fmt.Fprintf(out, "The imported catalog (%s) now holds %d rows: %s.\n", path, len(stored.Rows), strings.Join(per, ", "))
 			return nil
 		},
 	}
