@@ -117,22 +117,28 @@ func TestRun(t *testing.T) {
 	if n := len(httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/blob?n=%d", hp, blob))); n != blob {
 		t.Fatalf("GET /blob returned %d bytes, want %d", n, blob)
 	}
-	after, err := r.Usage(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := after[1].TxBytes - before[1].TxBytes; d < blob || d > 2*blob {
+	var after map[int64]suanli.UsageReport
+	waitFor(t, 5*time.Second, func() (bool, string) { // counters are sampled once a second
+		after, err = r.Usage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := after[1].TxBytes - before[1].TxBytes
+		return d >= blob, fmt.Sprintf("TxBytes grew by %d for a %d-byte response, want about that", d, blob)
+	})
+	if d := after[1].TxBytes - before[1].TxBytes; d > 2*blob {
 		t.Errorf("TxBytes grew by %d for a %d-byte response, want about that", d, blob)
 	}
 	if after[1].RxBytes <= 0 || after[1].InstanceID != 1 {
 		t.Errorf("usage = %+v, want received bytes counted", after[1])
 	}
 
-	// Telemetry from the second sample on.
-	rep = report(t, r, 1)
-	if rep.Telemetry == nil || rep.Telemetry.MemoryMB < 0 || rep.Telemetry.CPUPercent < 0 {
-		t.Errorf("telemetry = %+v, want a sample", rep.Telemetry)
-	}
+	// Telemetry, from the sampled stats.
+	waitFor(t, 5*time.Second, func() (bool, string) {
+		rep = report(t, r, 1)
+		return rep.Telemetry != nil && rep.Telemetry.MemoryMB > 0 && rep.Telemetry.CPUPercent >= 0,
+			fmt.Sprintf("telemetry = %+v, want a sample with memory in use", rep.Telemetry)
+	})
 
 	// Ensure is idempotent.
 	MustEnsure(t, r, spec)
