@@ -66,6 +66,13 @@ func TestRun(t *testing.T) {
 	if string(hc.NetworkMode) != e.networkName(1) {
 		t.Errorf("NetworkMode = %q, want the private network %q", hc.NetworkMode, e.networkName(1))
 	}
+	if size, ok := hc.StorageOpt["size"]; ok {
+		if size != "1G" {
+			t.Errorf("StorageOpt size = %q, want 1G", size)
+		}
+	} else if want := "disk 1 GB not enforced by storage driver " + r.StorageDriver(); !strings.Contains(rep.Message, want) {
+		t.Errorf("no size storage option, and Message = %q does not say %q", rep.Message, want)
+	}
 	if l := ins.Container.Config.Labels; l[docker.LabelInstance] != "1" || l[docker.LabelManaged] != "true" {
 		t.Errorf("labels = %v", l)
 	}
@@ -488,6 +495,27 @@ func TestReadopt(t *testing.T) {
 	tx2, _ := r2.Usage(ctx)
 	if tx2[12].TxBytes < tx1[12].TxBytes {
 		t.Errorf("traffic counters went back across the restart: %d → %d", tx1[12].TxBytes, tx2[12].TxBytes)
+	}
+}
+
+// With ReadOnlyRootfs the image's files cannot be changed; /tmp can.
+func TestReadOnlyRootfs(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	r := e.runtime(func(o *docker.Options) { o.ReadOnlyRootfs = true; o.PidsLimit = 64 })
+	MustEnsure(t, r, e.spec(14))
+	if code, _ := execOut(t, r, 14, "/t", "write", "/x", "no"); code == 0 {
+		t.Errorf("write to / succeeded on a read-only root filesystem")
+	}
+	if code, _ := execOut(t, r, 14, "/t", "write", "/tmp/x", "yes"); code != 0 {
+		t.Errorf("write to /tmp exited %d, want 0", code)
+	}
+	ins, err := e.cli.ContainerInspect(t.Context(), e.containerName(14), client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hc := ins.Container.HostConfig; !hc.ReadonlyRootfs || hc.PidsLimit == nil || *hc.PidsLimit != 64 {
+		t.Errorf("ReadonlyRootfs, PidsLimit = %v, %v; want true, 64", hc.ReadonlyRootfs, hc.PidsLimit)
 	}
 }
 
