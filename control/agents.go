@@ -131,6 +131,9 @@ func (s *Service) applyReport(ctx context.Context, machineID int64, rep suanli.I
 			return errIgnore
 		}
 		in.Status = next
+		if rep.Telemetry != nil && next == suanli.StatusRunning {
+			s.usage.record(in.ID, rep.Telemetry, in.Guards.Effective().IdlePercent, now)
+		}
 		if next != before || rep.Status == suanli.StatusPulling || rep.Status == suanli.StatusFailed {
 			in.StatusMessage = msg
 		}
