@@ -96,6 +96,13 @@ func New(ctx context.Context, store *sqlstore.DB, cfg Config, logger *slog.Logge
 	return s, nil
 }
 
+// SetClock replaces the service's clock (tests, simulations) and restarts
+// the failover grace from the new clock's now.
+func (s *Service) SetClock(now func() time.Time) {
+	s.Now = now
+	s.started = now()
+}
+
 // Config returns the effective configuration.
 func (s *Service) Config() Config { return s.cfg }
 

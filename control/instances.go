@@ -90,6 +90,9 @@ func (s *Service) CreateInstance(ctx context.Context, c suanli.InstanceCreate) (
 	if err := validateCreate(&c); err != nil {
 		return nil, err
 	}
+	if err := s.checkBudgetsForCreate(ctx, p.AccountID, c.Project, c.Tags); err != nil {
+		return nil, err
+	}
 	var lastErr error
 	for attempt := 0; attempt < maxPlanAttempts; attempt++ {
 		in, err := s.tryCreate(ctx, p, c)
@@ -134,9 +137,6 @@ func (s *Service) tryCreate(ctx context.Context, p *suanli.Principal, c suanli.I
 	}
 	plan, err := sched.Place(m, sched.Usage{GPUs: gpus, CPUCores: cores, RAMMB: ram}, req)
 	if err != nil {
-		return nil, err
-	}
-	if err := s.checkBudgetsForCreate(ctx, p.AccountID, c.Project, c.Tags); err != nil {
 		return nil, err
 	}
 	in := &suanli.Instance{
