@@ -134,7 +134,11 @@ func (s *Service) applyReport(ctx context.Context, machineID int64, rep suanli.I
 		if rep.Telemetry != nil && next == suanli.StatusRunning {
 			s.usage.record(in.ID, rep.Telemetry, in.Guards.Effective().IdlePercent, now)
 		}
-		if next != before || rep.Status == suanli.StatusPulling || rep.Status == suanli.StatusFailed {
+		// A report's message replaces ours; a stop keeps the reason it was
+		// asked for ("stopped by budget …"); running clears it.
+		if next == suanli.StatusRunning && next != before {
+			in.StatusMessage = ""
+		} else if msg != "" && (next != before || rep.Status == suanli.StatusPulling || rep.Status == suanli.StatusFailed) {
 			in.StatusMessage = msg
 		}
 		changed = next != before
