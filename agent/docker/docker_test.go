@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"regexp"
 	"runtime"
 	"slices"
@@ -411,11 +412,13 @@ func TestPull(t *testing.T) {
 	}
 }
 
-// Two instances cannot reach each other; the host can reach both.
+// Two instances cannot reach each other; the host can reach both. Their
+// networks come from the subnet pool.
 func TestIsolation(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	r := e.runtime()
+	pool := netip.MustParsePrefix("172.31.240.0/20")
+	r := e.runtime(func(o *docker.Options) { o.SubnetPool = pool.String() })
 	ctx := t.Context()
 	MustEnsure(t, r, e.spec(10))
 	MustEnsure(t, r, e.spec(11))
@@ -427,6 +430,9 @@ func TestIsolation(t *testing.T) {
 		ep := ins.Container.NetworkSettings.Networks[e.networkName(id)]
 		if ep == nil || !ep.IPAddress.IsValid() {
 			t.Fatalf("instance %d has no address on %s", id, e.networkName(id))
+		}
+		if !pool.Contains(ep.IPAddress) {
+			t.Errorf("instance %d has address %s, want one in the pool %s", id, ep.IPAddress, pool)
 		}
 		return ep.IPAddress.String()
 	}

@@ -107,16 +107,43 @@ func (r *Runtime) runFollower(ctx context.Context, id int64, f, prev *follower) 
 }
 
 // watch runs once (a log or stats stream) while the container runs, and
-// again after each kick, until the container is gone or ctx ends.
+// again after each kick, until the container is gone or ctx ends. A kick
+// that finds a new run of the container while a stream is open restarts the
+// stream: the daemon may keep a stream open on the previous run's logger.
 func (r *Runtime) watch(ctx context.Context, id int64, f *follower, what string, kick chan struct{},
 	once func(ctx context.Context, id int64, cid string) error) {
 	for {
-		err := once(ctx, id, f.cid)
+		run, err := r.runOf(ctx, f.cid)
+		if ctx.Err() != nil || cerrdefs.IsNotFound(err) {
+			return // closing, or the container is gone
+		}
+		sctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- once(sctx, id, f.cid) }()
+		restart := false
+	streaming:
+		for {
+			select {
+			case err = <-done:
+				break streaming
+			case <-kick:
+				if now, _ := r.runOf(ctx, f.cid); now != run {
+					restart = true
+					cancel()
+					<-done
+					break streaming
+				}
+			}
+		}
+		cancel()
 		if ctx.Err() != nil {
 			return
 		}
+		if restart {
+			continue
+		}
 		if cerrdefs.IsNotFound(err) {
-			return // the container is gone
+			return
 		} else if err != nil {
 			r.log.Warn("follow container "+what, "instance_id", id, "err", err)
 		}
@@ -132,6 +159,18 @@ func (r *Runtime) watch(ctx context.Context, id int64, f *follower, what string,
 		}
 		t.Stop()
 	}
+}
+
+// runOf names the container's current run by its start time.
+func (r *Runtime) runOf(ctx context.Context, cid string) (string, error) {
+	res, err := r.cli.ContainerInspect(ctx, cid, client.ContainerInspectOptions{})
+	if err != nil {
+		return "", err
+	}
+	if res.Container.State == nil {
+		return "", nil
+	}
+	return res.Container.State.StartedAt, nil
 }
 
 // followOnce streams the log from the checkpoint until the container stops

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -79,6 +80,11 @@ type Options struct {
 	// ReadOnlyRootfs mounts each instance's root filesystem read-only, with
 	// tmpfs on /tmp and /run.
 	ReadOnlyRootfs bool
+	// SubnetPool, when set ("172.31.240.0/20"), is where each instance's
+	// private network takes a /28 (11 addresses), instead of the daemon's
+	// default-address-pools, which hold about 30 networks unless widened
+	// in daemon.json. It must not overlap the host's own networks.
+	SubnetPool string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -100,6 +106,7 @@ type Runtime struct {
 	hostOS, hostArch string // the daemon's platform, GOOS/GOARCH spelling
 	storageDriver    string
 	hostCPUs         int
+	pool             netip.Prefix // Options.SubnetPool; invalid when unset
 
 	// bg is the lifetime of the followers; cancelled by Close.
 	bg     context.Context
@@ -188,6 +195,14 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	}
 	if r.now == nil {
 		r.now = time.Now
+	}
+	if opts.SubnetPool != "" {
+		p, err := netip.ParsePrefix(opts.SubnetPool)
+		if err != nil || !p.Addr().Is4() || p.Bits() > subnetBits {
+			cli.Close()
+			return nil, suanli.Errorf(suanli.EINVALID, "subnet pool %q: want an IPv4 prefix of /%d or wider, like 172.31.240.0/20", opts.SubnetPool, subnetBits)
+		}
+		r.pool = p.Masked()
 	}
 	if err := os.MkdirAll(r.dataDir, 0o700); err != nil {
 		cli.Close()
