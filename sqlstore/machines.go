@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -265,7 +266,8 @@ func (s *DB) CountHostEvent(ctx context.Context, machineID int64, event string) 
 
 // ObserveHosts adds elapsed to every machine's observed time (and to its
 // online time when online says so), then recomputes reliability scores. It
-// returns the machines whose score moved by half a percent or more.
+// returns the machines whose score crossed a half-percent step, so that
+// offers are refreshed without rewriting the index on every check.
 func (s *DB) ObserveHosts(ctx context.Context, online map[int64]bool, elapsed time.Duration) ([]int64, error) {
 	secs := int64(elapsed / time.Second)
 	if secs <= 0 {
@@ -303,7 +305,7 @@ func (s *DB) ObserveHosts(ctx context.Context, online map[int64]bool, elapsed ti
 		}
 		for _, r := range all {
 			score := r.h.Reliability()
-			if d := score - r.old; d >= 0.005 || d <= -0.005 {
+			if math.Round(score*200) != math.Round(r.old*200) {
 				changed = append(changed, r.id)
 			}
 			if _, err := tx.exec(ctx, `UPDATE machines SET observed_s = ?, online_s = ?, reliability = ? WHERE id = ?`,
