@@ -304,7 +304,7 @@ func TestArchMismatch(t *testing.T) {
 	if runtime.GOARCH == "arm64" {
 		other = "amd64"
 	}
-	ref := "suanli-test/arch-" + other + ":latest"
+	ref := "suanli-test/arch-" + other + ":" + e.ns
 	// The builder does not run anything for a FROM scratch image, so a
 	// placeholder file is enough: the image's platform is what is checked.
 	if err := BuildImage(ctx, e.cli, ref, "linux/"+other, "FROM scratch\nCOPY t /t\nCMD [\"/t\"]\n",
@@ -568,6 +568,12 @@ func TestBlockHostAccess(t *testing.T) {
 	}
 	if code, out := execOut(t, rb, 15, "/t", "dial", net.JoinHostPort(gateway(blocked, 15), port)); code == 0 {
 		t.Errorf("instance with host blocking reached the host's port %s: %s", port, out)
+	}
+	// Published ports are public, so an instance without blocking reaches
+	// another's through the host; with blocking, not even that.
+	po, _ := ro.Ports(t.Context(), 16)
+	if code, out := execOut(t, rb, 15, "/t", "dial", net.JoinHostPort(gateway(blocked, 15), strconv.Itoa(po[8080]))); code == 0 {
+		t.Errorf("instance with host blocking reached another's published port %d through the host: %s", po[8080], out)
 	}
 	ports, _ := rb.Ports(t.Context(), 15)
 	if body := httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/id", ports[8080])); body != "15" {

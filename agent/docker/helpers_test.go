@@ -287,7 +287,8 @@ func MustTestImage(tb testing.TB, cli *client.Client) string {
 			testImageErr = err
 			return
 		}
-		testImageRef = "suanli-test/runtime:latest"
+		// A tag of this test process: other test runs may share the daemon.
+		testImageRef = "suanli-test/runtime:" + randHex(6)
 		testImageErr = BuildImage(context.Background(), cli, testImageRef, "linux/"+runtime.GOARCH,
 			"FROM scratch\nCOPY t /t\nVOLUME /vol\nENTRYPOINT [\"/t\"]\nCMD [\"serve\"]\n",
 			map[string][]byte{"t": b})
