@@ -1,0 +1,299 @@
+package billing
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/suanli/suanli"
+)
+
+// MeterRow is a time-based meter as the store holds it: what a Book needs
+// to close it. Since and Remainder are its state as of the latest close the
+// Book is synced to (the store catches a row up before handing it over).
+type MeterRow struct {
+	ID        int64
+	AccountID int64 // the renter, who pays
+	HostID    int64 // the provider, who earns
+	Rate      suanli.Money
+	PeriodUS  int64
+	FeeBP     int64
+	Active    bool
+	Since     int64 // settled up to here (µs)
+	Remainder int64
+}
+
+// meterState is one meter in a Book: 56 bytes, so a million running
+// instances (two active meters each) take about 110 MB.
+type meterState struct {
+	id     int64
+	rate   int64
+	period int64
+	since  int64
+	rem    int64
+	renter int32 // index in Book.accounts
+	host   int32
+	feeBP  int32
+}
+
+// Book is the in-memory set of active time-based meters, sorted by meter id,
+// with a dense table of the accounts they name. It is what the store keeps
+// between hour closes (DESIGN §6: hot paths in memory, rebuilt exactly from
+// the store). The zero value is an empty Book. A Book is not safe for
+// concurrent use: its owner serialises closes.
+type Book struct {
+	meters   []meterState
+	accounts []int64
+	index    map[int64]int32
+	gen      int64 // bumped by every change, so a stale Close cannot be applied
+}
+
+// Len returns how many meters the Book holds.
+func (b *Book) Len() int { return len(b.meters) }
+
+// Accounts returns how many distinct accounts the Book's meters name.
+func (b *Book) Accounts() int { return len(b.accounts) }
+
+// Reset empties the Book.
+func (b *Book) Reset() {
+	b.meters, b.accounts, b.index = b.meters[:0], b.accounts[:0], nil
+	b.gen++
+}
+
+func (b *Book) account(id int64) int32 {
+	if i, ok := b.index[id]; ok {
+		return i
+	}
+	if b.index == nil {
+		b.index = map[int64]int32{}
+	}
+	i := int32(len(b.accounts))
+	b.accounts = append(b.accounts, id)
+	b.index[id] = i
+	return i
+}
+
+func (b *Book) state(r MeterRow) meterState {
+	return meterState{id: r.ID, rate: int64(r.Rate), period: r.PeriodUS, since: r.Since, rem: r.Remainder,
+		renter: b.account(r.AccountID), host: b.account(r.HostID), feeBP: int32(r.FeeBP)}
+}
+
+// Append adds an active meter whose id is above every id in the Book (a
+// rebuild reads meters in id order). Inactive rows are skipped.
+func (b *Book) Append(r MeterRow) error {
+	if !r.Active {
+		return nil
+	}
+	if n := len(b.meters); n > 0 && b.meters[n-1].id >= r.ID {
+		return fmt.Errorf("billing: meter %d appended after meter %d", r.ID, b.meters[n-1].id)
+	}
+	if r.FeeBP < 0 || r.FeeBP > 10_000 {
+		return fmt.Errorf("billing: meter %d has a fee of %d basis points", r.ID, r.FeeBP)
+	}
+	b.meters = append(b.meters, b.state(r))
+	b.gen++
+	return nil
+}
+
+// Merge applies changed meters (sorted by id, each id once): an active row
+// replaces or adds its meter, an inactive one removes it.
+func (b *Book) Merge(rows []MeterRow) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	for i, r := range rows {
+		if i > 0 && rows[i-1].ID >= r.ID {
+			return fmt.Errorf("billing: merge rows out of order at meter %d", r.ID)
+		}
+		if r.FeeBP < 0 || r.FeeBP > 10_000 {
+			return fmt.Errorf("billing: meter %d has a fee of %d basis points", r.ID, r.FeeBP)
+		}
+	}
+	out := make([]meterState, 0, len(b.meters)+len(rows))
+	i := 0
+	for _, r := range rows {
+		for i < len(b.meters) && b.meters[i].id < r.ID {
+			out = append(out, b.meters[i])
+			i++
+		}
+		if i < len(b.meters) && b.meters[i].id == r.ID {
+			i++ // replaced or removed
+		}
+		if r.Active {
+			out = append(out, b.state(r))
+		}
+	}
+	out = append(out, b.meters[i:]...)
+	b.meters = out
+	b.gen++
+	return nil
+}
+
+// Close is what closing a Book at a time settles. It is computed without
+// changing the Book; Apply moves the Book's meters to it once the store has
+// committed it.
+type Close struct {
+	Through int64 // µs: every meter is settled up to here
+	Meters  int   // meters the close advanced (settled up to Through)
+	Lines   int   // meters it charged (a positive amount): the sub-ledger's lines
+	Legs    int   // postings a row-per-charge ledger would have written for those lines
+	Amount  suanli.Money
+	Fees    suanli.Money
+	// Digest is the sum of LineDigest over the close's lines: an audit that
+	// re-derives them from spans must reach the same value.
+	Digest uint64
+
+	book     *Book
+	gen      int64
+	rem      []int64        // each meter's remainder after the close (by Book index)
+	charged  []suanli.Money // by account index: what renters pay
+	earned   []suanli.Money // by account index: what providers earn
+	accounts []int64
+}
+
+// Close settles every meter in the Book up to through, in parallel over the
+// machine's cores. Meters already settled up to through (or beyond) are left
+// as they are.
+func (b *Book) Close(through int64) *Close {
+	c := &Close{Through: through, book: b, gen: b.gen, rem: make([]int64, len(b.meters)), accounts: b.accounts}
+	workers := min(runtime.GOMAXPROCS(0), len(b.meters)/(1<<14)+1)
+	parts := make([]closePart, workers)
+	var wg sync.WaitGroup
+	for w := range parts {
+		lo, hi := len(b.meters)*w/workers, len(b.meters)*(w+1)/workers
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			parts[w].run(b, b.meters[lo:hi], c.rem[lo:hi], through)
+		}()
+	}
+	wg.Wait()
+	c.charged, c.earned = make([]suanli.Money, len(b.accounts)), make([]suanli.Money, len(b.accounts))
+	for _, p := range parts {
+		c.Meters += p.meters
+		c.Lines += p.lines
+		c.Legs += p.legs
+		c.Amount += p.amount
+		c.Fees += p.fees
+		c.Digest += p.digest
+		for i, v := range p.charged {
+			c.charged[i] += v
+		}
+		for i, v := range p.earned {
+			c.earned[i] += v
+		}
+	}
+	return c
+}
+
+type closePart struct {
+	meters, lines, legs int
+	amount, fees        suanli.Money
+	digest              uint64
+	charged, earned     []suanli.Money
+}
+
+func (p *closePart) run(b *Book, ms []meterState, rems []int64, through int64) {
+	p.charged, p.earned = make([]suanli.Money, len(b.accounts)), make([]suanli.Money, len(b.accounts))
+	for i := range ms {
+		m := &ms[i]
+		if through <= m.since {
+			rems[i] = m.rem
+			continue
+		}
+		amt, rem := suanli.Accrue(suanli.Money(m.rate), through-m.since, m.period, m.rem)
+		rems[i] = rem
+		p.meters++
+		if amt <= 0 {
+			continue
+		}
+		fee := Fee(amt, int64(m.feeBP))
+		p.charged[m.renter] += amt
+		p.earned[m.host] += amt - fee
+		p.amount += amt
+		p.fees += fee
+		p.lines++
+		p.legs += Legs(amt, fee)
+		p.digest += LineDigest(m.id, b.accounts[m.renter], b.accounts[m.host], amt, fee)
+	}
+}
+
+// LedgerPostings returns the close as balanced double-entry postings, one
+// per ledger account: each renter's balance pays what its meters charged,
+// each provider's earnings gain what theirs earned after the fee, and the
+// platform fee account gains the fees. Zero postings are left out; the
+// postings sum to zero.
+func (c *Close) LedgerPostings() []suanli.Posting {
+	var out []suanli.Posting
+	for i, v := range c.charged {
+		if v != 0 {
+			out = append(out, suanli.Posting{Account: suanli.LedgerBalance(c.accounts[i]), Amount: -v})
+		}
+	}
+	for i, v := range c.earned {
+		if v != 0 {
+			out = append(out, suanli.Posting{Account: suanli.LedgerEarnings(c.accounts[i]), Amount: v})
+		}
+	}
+	if c.Fees != 0 {
+		out = append(out, suanli.Posting{Account: suanli.LedgerPlatformFees, Amount: c.Fees})
+	}
+	return out
+}
+
+// Apply moves the Book's meters to the close: each advanced meter is settled
+// up to Through with its new remainder. It fails when the Book changed since
+// the close was computed.
+func (b *Book) Apply(c *Close) error {
+	if c.book != b || c.gen != b.gen {
+		return fmt.Errorf("billing: close at %d is stale: the book changed after it was computed", c.Through)
+	}
+	for i := range b.meters {
+		m := &b.meters[i]
+		if c.Through > m.since {
+			m.since, m.rem = c.Through, c.rem[i]
+		}
+	}
+	b.gen++
+	return nil
+}
+
+// Fee is the platform's cut of a charge of amount at feeBP basis points,
+// rounded toward zero; the provider earns the rest.
+func Fee(amount suanli.Money, feeBP int64) suanli.Money {
+	return suanli.MulDiv(amount, feeBP, 10_000)
+}
+
+// Legs is how many postings one charge makes in a row-per-charge ledger:
+// the renter's, the provider's unless the fee takes it all, and the fee's
+// unless it is zero.
+func Legs(amount, fee suanli.Money) int {
+	n := 1
+	if amount-fee != 0 {
+		n++
+	}
+	if fee != 0 {
+		n++
+	}
+	return n
+}
+
+// LineDigest hashes one charge line (meter, renter, provider, amount, fee).
+// Digests of a close's lines are summed, so the order lines are derived in
+// does not matter.
+func LineDigest(meterID, renter, host int64, amount, fee suanli.Money) uint64 {
+	h := mix(uint64(meterID) ^ 0x9e3779b97f4a7c15)
+	h = mix(h ^ uint64(renter))
+	h = mix(h ^ uint64(host))
+	h = mix(h ^ uint64(amount))
+	return mix(h ^ uint64(fee))
+}
+
+// mix is the SplitMix64 finalizer.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}
