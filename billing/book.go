@@ -1,7 +1,6 @@
 package billing
 
 import (
-	"fmt"
 	"runtime"
 	"sync"
 
@@ -85,10 +84,10 @@ func (b *Book) Append(r MeterRow) error {
 		return nil
 	}
 	if n := len(b.meters); n > 0 && b.meters[n-1].id >= r.ID {
-		return fmt.Errorf("billing: meter %d appended after meter %d", r.ID, b.meters[n-1].id)
+		return suanli.Errorf(suanli.EINTERNAL, "billing: meter %d appended after meter %d", r.ID, b.meters[n-1].id)
 	}
 	if r.FeeBP < 0 || r.FeeBP > 10_000 {
-		return fmt.Errorf("billing: meter %d has a fee of %d basis points", r.ID, r.FeeBP)
+		return suanli.Errorf(suanli.EINTERNAL, "billing: meter %d has a fee of %d basis points", r.ID, r.FeeBP)
 	}
 	b.meters = append(b.meters, b.state(r))
 	b.gen++
@@ -103,10 +102,10 @@ func (b *Book) Merge(rows []MeterRow) error {
 	}
 	for i, r := range rows {
 		if i > 0 && rows[i-1].ID >= r.ID {
-			return fmt.Errorf("billing: merge rows out of order at meter %d", r.ID)
+			return suanli.Errorf(suanli.EINTERNAL, "billing: merge rows out of order at meter %d", r.ID)
 		}
 		if r.FeeBP < 0 || r.FeeBP > 10_000 {
-			return fmt.Errorf("billing: meter %d has a fee of %d basis points", r.ID, r.FeeBP)
+			return suanli.Errorf(suanli.EINTERNAL, "billing: meter %d has a fee of %d basis points", r.ID, r.FeeBP)
 		}
 	}
 	out := make([]meterState, 0, len(b.meters)+len(rows))
@@ -246,7 +245,7 @@ func (c *Close) LedgerPostings() []suanli.Posting {
 // the close was computed.
 func (b *Book) Apply(c *Close) error {
 	if c.book != b || c.gen != b.gen {
-		return fmt.Errorf("billing: close at %d is stale: the book changed after it was computed", c.Through)
+		return suanli.Errorf(suanli.EINTERNAL, "billing: close at %d is stale: the book changed after it was computed", c.Through)
 	}
 	for i := range b.meters {
 		m := &b.meters[i]

@@ -156,84 +156,12 @@ func (s *DB) LastAlertAt(ctx context.Context, accountID int64, kind string) (tim
 	return fromUS(at.Int64), nil
 }
 
-// ChargeRow is one ledger charge with its instance's attributes, for
-// reports, invoices and budgets.
-type ChargeRow struct {
-	TxnID      int64
-	InstanceID int64
-	Kind       string
-	Amount     suanli.Money
-	From, To   time.Time
-	Quantity   string
-	Label      string
-	Project    string
-	Tags       map[string]string
-	MachineID  int64
-}
-
-// ChargeRows returns an account's charges (not credits) whose interval
-// ends in [from, to), with the attributes of their instances.
-func (s *DB) ChargeRows(ctx context.Context, accountID int64, from, to time.Time) ([]ChargeRow, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT t.id, t.instance_id, t.kind, t.amount, t.from_us, t.to_us, t.quantity,
-		COALESCE(i.label, ''), COALESCE(i.project, ''), COALESCE(i.tags, '{}'), COALESCE(i.machine_id, 0)
-		FROM ledger_txns t LEFT JOIN instances i ON i.id = t.instance_id
-		WHERE t.account_id = ? AND t.kind <> 'credit' AND t.kind <> 'payout' AND t.to_us >= ? AND t.to_us < ? ORDER BY t.id`),
-		accountID, us(from), us(to))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []ChargeRow
-	for rows.Next() {
-		var r ChargeRow
-		var amount, f, t int64
-		var tags string
-		if err := rows.Scan(&r.TxnID, &r.InstanceID, &r.Kind, &amount, &f, &t, &r.Quantity, &r.Label, &r.Project, &tags, &r.MachineID); err != nil {
-			return nil, err
-		}
-		r.Amount, r.From, r.To = suanli.Money(amount), fromUS(f), fromUS(t)
-		json.Unmarshal([]byte(tags), &r.Tags)
-		out = append(out, r)
-	}
-	return out, rows.Err()
-}
-
 // CreditsBetween sums an account's credits in [from, to).
 func (s *DB) CreditsBetween(ctx context.Context, accountID int64, from, to time.Time) (suanli.Money, error) {
 	var sum int64
 	err := s.db.QueryRowContext(ctx, s.q(`SELECT COALESCE(SUM(amount), 0) FROM ledger_txns WHERE account_id = ? AND kind = 'credit'
 		AND created_at >= ? AND created_at < ?`), accountID, us(from), us(to)).Scan(&sum)
 	return -suanli.Money(sum), err
-}
-
-// EarningRow is one machine's earnings in a period.
-type EarningRow struct {
-	MachineID int64
-	Gross     suanli.Money
-	Net       suanli.Money
-}
-
-// EarningsByMachine sums a provider's earnings postings in [from, to) per machine.
-func (s *DB) EarningsByMachine(ctx context.Context, hostID int64, from, to time.Time) ([]EarningRow, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT i.machine_id, SUM(t.amount), SUM(p.amount)
-		FROM postings p JOIN ledger_txns t ON t.id = p.txn_id JOIN instances i ON i.id = t.instance_id
-		WHERE p.account = ? AND t.kind <> 'payout' AND t.to_us >= ? AND t.to_us < ? GROUP BY i.machine_id ORDER BY i.machine_id`),
-		suanli.LedgerEarnings(hostID), us(from), us(to))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []EarningRow
-	for rows.Next() {
-		var r EarningRow
-		var g, n int64
-		if err := rows.Scan(&r.MachineID, &g, &n); err != nil {
-			return nil, err
-		}
-		r.Gross, r.Net = suanli.Money(g), suanli.Money(n)
-		out = append(out, r)
-	}
-	return out, rows.Err()
 }
 
 // LedgerPayouts is where paid-out earnings go.
@@ -319,4 +247,3 @@ func (s *DB) AccountsWithLiveInstances(ctx context.Context) ([]int64, error) {
 	}
 	return out, rows.Err()
 }
-

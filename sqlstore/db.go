@@ -45,6 +45,7 @@ type DB struct {
 	db      *sql.DB
 	dialect Dialect
 	path    string
+	bill    billCache // the hour close's book and the close calendar (closes.go)
 }
 
 // Open opens (creating when needed) the database at dsn and applies the

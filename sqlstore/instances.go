@@ -364,18 +364,24 @@ func (s *DB) FindInstances(ctx context.Context, f suanli.InstanceFilter, now tim
 	return out, total, err
 }
 
+// fillCost sets an instance's cost so far (settled, by the ledger and hour
+// closes, plus accrued since) and burn rate as of now.
 func (tx *Tx) fillCost(ctx context.Context, in *suanli.Instance, now time.Time) error {
-	var settled int64
-	if err := tx.queryRow(ctx, `SELECT COALESCE(SUM(amount), 0) FROM ledger_txns WHERE instance_id = ? AND kind <> 'credit'`, in.ID).Scan(&settled); err != nil {
+	st, err := tx.readBillState(ctx)
+	if err != nil {
 		return err
 	}
 	ms, err := tx.instanceMeters(ctx, in.ID)
 	if err != nil {
 		return err
 	}
-	in.CostSoFar, in.BurnRate = suanli.Money(settled), 0
+	settled, err := tx.instanceSettled(ctx, in.ID, ms, st)
+	if err != nil {
+		return err
+	}
+	in.CostSoFar, in.BurnRate = settled, 0
 	for _, m := range ms {
-		p, b := m.pending(us(now))
+		p, b := m.pending(us(now), st)
 		in.CostSoFar += p
 		in.BurnRate += b
 	}
@@ -407,11 +413,4 @@ func (s *DB) InstanceEvents(ctx context.Context, id int64) ([]InstanceEvent, err
 		out = append(out, e)
 	}
 	return out, rows.Err()
-}
-
-// InstanceSettled is what an instance's settled charges sum to.
-func (s *DB) InstanceSettled(ctx context.Context, id int64) (suanli.Money, error) {
-	var v int64
-	err := s.db.QueryRowContext(ctx, s.q(`SELECT COALESCE(SUM(amount), 0) FROM ledger_txns WHERE instance_id = ? AND kind <> 'credit'`), id).Scan(&v)
-	return suanli.Money(v), err
 }

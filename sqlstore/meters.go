@@ -2,39 +2,74 @@ package sqlstore
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/billing"
 )
 
 // A meter accrues one kind of charge for one instance: rate per period while
 // active, settled into the ledger with the remainder carried (DESIGN §4).
 // Compute is active while the instance runs; storage from creation to
 // destroy; traffic meters are never "active" but accrue per byte reported.
+//
+// Hour closes (closes.go) settle active meters without writing their rows:
+// a row's Since and Remainder are its state as of close CloseID, and closes
+// after that one billed it further. catchUp brings a row up to date before
+// it is written again, recording what those closes billed as a span.
 type meter struct {
 	ID, InstanceID, AccountID, HostID int64
 	Kind                              string
 	Rate                              suanli.Money
 	PeriodUS, FeeBP                   int64
 	Active                            bool
-	Since                             int64 // settled up to here (µs), meaningful while active
+	Since                             int64 // settled up to here (µs) as of close CloseID, meaningful while active
 	Remainder                         int64
+	CloseID                           int64 // the latest close that Since and Remainder account for
 }
 
-const meterCols = `id, instance_id, account_id, host_id, kind, rate, period_us, fee_bp, active, since, remainder`
+const meterCols = `id, instance_id, account_id, host_id, kind, rate, period_us, fee_bp, active, since, remainder, close_id`
 
 func scanMeter(r scanner) (*meter, error) {
 	var m meter
 	var rate int64
-	err := r.Scan(&m.ID, &m.InstanceID, &m.AccountID, &m.HostID, &m.Kind, &rate, &m.PeriodUS, &m.FeeBP, &m.Active, &m.Since, &m.Remainder)
+	err := r.Scan(&m.ID, &m.InstanceID, &m.AccountID, &m.HostID, &m.Kind, &rate, &m.PeriodUS, &m.FeeBP, &m.Active, &m.Since, &m.Remainder, &m.CloseID)
 	m.Rate = suanli.Money(rate)
 	return &m, err
 }
 
+// span is the meter's open span: its state as its row holds it.
+func (m *meter) span() billing.Span {
+	return billing.Span{MeterID: m.ID, AccountID: m.AccountID, HostID: m.HostID, Rate: m.Rate, PeriodUS: m.PeriodUS, FeeBP: m.FeeBP,
+		Since: m.Since, Remainder: m.Remainder}
+}
+
+// billedByCloses reports whether closes after the row was written billed
+// the meter: it was active and a later close's time is past its Since.
+func (m *meter) billedByCloses(st billState) bool {
+	return m.Active && m.CloseID < st.CloseID && st.Through > m.Since
+}
+
+// caughtUp returns the meter as of the latest close st, without writing
+// anything: what closes after its row was written billed is settled.
+func (m *meter) caughtUp(st billState) meter {
+	c := *m
+	if m.billedByCloses(st) {
+		c.Since, c.Remainder = m.span().State(st.Through)
+	}
+	c.CloseID = max(c.CloseID, st.CloseID)
+	return c
+}
+
 func (tx *Tx) createMeter(ctx context.Context, m *meter) error {
-	id, err := tx.insert(ctx, `INSERT INTO meters (instance_id, account_id, host_id, kind, rate, period_us, fee_bp, active, since, remainder)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0)`, m.InstanceID, m.AccountID, m.HostID, m.Kind, int64(m.Rate), m.PeriodUS, m.FeeBP, m.Active, m.Since)
+	st, err := tx.billState(ctx, false)
+	if err != nil {
+		return err
+	}
+	m.CloseID = st.CloseID
+	id, err := tx.insert(ctx, `INSERT INTO meters (instance_id, account_id, host_id, kind, rate, period_us, fee_bp, active, since, remainder, close_id, dirty)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)`, m.InstanceID, m.AccountID, m.HostID, m.Kind, int64(m.Rate), m.PeriodUS, m.FeeBP, m.Active, m.Since,
+		m.CloseID, m.Active)
 	m.ID = id
 	return err
 }
@@ -56,30 +91,55 @@ func (tx *Tx) instanceMeters(ctx context.Context, instanceID int64) (map[string]
 	return out, rows.Err()
 }
 
-// settleTo accrues an active meter up to at and posts the charge. It never
-// moves a meter backwards: at before Since settles nothing.
+// catchUp brings a meter about to be written up to the latest close: what
+// closes billed it since its row was last written becomes a span (the
+// sub-ledger derives those closes' lines from it), and its Since and
+// Remainder move to where the closes left them. The caller writes the row.
+func (tx *Tx) catchUp(ctx context.Context, m *meter) error {
+	st, err := tx.billState(ctx, false)
+	if err != nil {
+		return err
+	}
+	if m.billedByCloses(st) {
+		if amt := m.span().Total(st.Through); amt > 0 {
+			if _, err := tx.exec(ctx, `INSERT INTO meter_spans (meter_id, since, remainder, close_lo, close_hi, amount) VALUES (?, ?, ?, ?, ?, ?)`,
+				m.ID, m.Since, m.Remainder, m.CloseID, st.CloseID, int64(amt)); err != nil {
+				return err
+			}
+		}
+	}
+	*m = m.caughtUp(st)
+	return nil
+}
+
+// settleTo accrues an active, caught-up meter up to at and posts the charge
+// inline (a status change settles the meters it affects in its own
+// transaction). It never moves a meter backwards: at before Since settles
+// nothing. The caller writes the row.
 func (tx *Tx) settleTo(ctx context.Context, m *meter, at int64, now time.Time) error {
 	if !m.Active || at <= m.Since {
 		return nil
 	}
 	amount, rem := suanli.Accrue(m.Rate, at-m.Since, m.PeriodUS, m.Remainder)
 	if amount > 0 {
-		secs := float64(at-m.Since) / 1e6
 		t := txn{Kind: m.Kind, AccountID: m.AccountID, InstanceID: m.InstanceID, Amount: amount,
-			From: fromUS(m.Since), To: fromUS(at), Quantity: fmt.Sprintf("%.3f s", secs), At: now}
+			From: fromUS(m.Since), To: fromUS(at), Quantity: billing.Quantity(m.Since, at), At: now}
 		if err := tx.post(ctx, t, chargePostings(m.AccountID, m.HostID, amount, m.FeeBP)); err != nil {
 			return err
 		}
 	}
 	m.Since, m.Remainder = at, rem
-	_, err := tx.exec(ctx, `UPDATE meters SET since = ?, remainder = ? WHERE id = ?`, m.Since, m.Remainder, m.ID)
-	return err
+	return nil
 }
 
 // setActive settles the meter up to at, then switches it on or off from at.
+// The row is marked dirty so that the next hour close re-reads it.
 func (tx *Tx) setActive(ctx context.Context, m *meter, active bool, at int64, now time.Time) error {
 	if m.Active == active {
 		return nil
+	}
+	if err := tx.catchUp(ctx, m); err != nil {
+		return err
 	}
 	if err := tx.settleTo(ctx, m, at, now); err != nil {
 		return err
@@ -88,11 +148,13 @@ func (tx *Tx) setActive(ctx context.Context, m *meter, active bool, at int64, no
 		at = m.Since // never bill a second twice
 	}
 	m.Active, m.Since = active, max(at, m.Since)
-	_, err := tx.exec(ctx, `UPDATE meters SET active = ?, since = ? WHERE id = ?`, m.Active, m.Since, m.ID)
+	_, err := tx.exec(ctx, `UPDATE meters SET active = ?, since = ?, remainder = ?, close_id = ?, dirty = TRUE WHERE id = ?`,
+		m.Active, m.Since, m.Remainder, m.CloseID, m.ID)
 	return err
 }
 
 // accrueQuantity bills a quantity (bytes for traffic meters) at once.
+// Traffic meters are never active, so closes never touch them.
 func (tx *Tx) accrueQuantity(ctx context.Context, m *meter, qty int64, now time.Time, label string) error {
 	if qty <= 0 {
 		return nil
@@ -110,39 +172,6 @@ func (tx *Tx) accrueQuantity(ctx context.Context, m *meter, qty int64, now time.
 	return err
 }
 
-// Settle posts what every active meter accrued up to now, in one
-// transaction. It returns how many meters produced a posting.
-func (s *DB) Settle(ctx context.Context, now time.Time) (int, error) {
-	n := 0
-	err := s.withTx(ctx, func(tx *Tx) error {
-		rows, err := tx.query(ctx, `SELECT `+meterCols+` FROM meters WHERE active = ?`, true)
-		if err != nil {
-			return err
-		}
-		var ms []*meter
-		for rows.Next() {
-			m, err := scanMeter(rows)
-			if err != nil {
-				rows.Close()
-				return err
-			}
-			ms = append(ms, m)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		for _, m := range ms {
-			if err := tx.settleTo(ctx, m, now.UnixMicro(), now); err != nil {
-				return err
-			}
-			n++
-		}
-		return nil
-	})
-	return n, err
-}
-
 // Accrual is what an instance owes that is not yet settled, and what it
 // burns per hour now.
 type Accrual struct {
@@ -150,10 +179,13 @@ type Accrual struct {
 	BurnRate  suanli.Money // per hour
 }
 
-func (m *meter) pending(now int64) (suanli.Money, suanli.Money) {
+// pending is what the meter accrued after its last settlement (inline or
+// by a close) up to now, and its burn rate per hour.
+func (m *meter) pending(now int64, st billState) (suanli.Money, suanli.Money) {
 	if !m.Active || m.PeriodUS <= 0 {
 		return 0, 0
 	}
-	amt, _ := suanli.Accrue(m.Rate, now-m.Since, m.PeriodUS, m.Remainder)
+	c := m.caughtUp(st)
+	amt, _ := suanli.Accrue(c.Rate, now-c.Since, c.PeriodUS, c.Remainder)
 	return amt, suanli.MulDiv(m.Rate, suanli.MicrosPerHour, m.PeriodUS)
 }
