@@ -84,7 +84,7 @@ func (w *twin) restart() {
 // CheckLedger, balances and ledger stats. Ledger transaction ids differ (a
 // close's lines share its id) and are not compared; order is.
 func TestCloseReadsMatchRowSettlement(t *testing.T) {
-	for seed := uint64(1); seed <= 3; seed++ {
+	for seed := uint64(1); seed <= 2; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) { twinRun(t, seed) })
 	}
 }
@@ -127,7 +127,7 @@ func twinRun(t *testing.T, seed uint64) {
 	lastSettle := t0
 	var seq int64
 	traffic := map[int64][2]int64{}
-	for step := 0; step < 500; step++ {
+	for step := 0; step < 400; step++ {
 		now = now.Add(time.Duration(rng.Int64N(int64(20*time.Minute))) + time.Microsecond)
 		switch r := rng.IntN(20); {
 		case r < 3 || len(ins) == 0: // rent

@@ -20,7 +20,7 @@ import (
 // settlement they replaced.
 func TestLedgerAgainstOracle(t *testing.T) {
 	for _, mode := range []string{"close", "rows"} {
-		for seed := uint64(1); seed <= 4; seed++ {
+		for seed := uint64(1); seed <= map[string]uint64{"close": 4, "rows": 2}[mode]; seed++ {
 			t.Run(mode, func(t *testing.T) { ledgerOracleRun(t, seed, mode) })
 		}
 	}
