@@ -62,12 +62,18 @@ type ChargeSummary struct {
 }
 
 // Balance is an account's money position now.
+//
+// Balance and Spent are the ledger's: settled by the periodic close (hourly
+// by default) and by status changes. Accrued is what running meters
+// accrued since then; what the account really owes now is Spent+Accrued,
+// and what it can spend is Balance−Accrued.
 type Balance struct {
 	AccountID int64 `json:"account_id"`
-	Balance   Money `json:"balance"`   // spendable
+	Balance   Money `json:"balance"`   // spendable, as settled
 	Earnings  Money `json:"earnings"`  // as a provider, after fees
 	BurnRate  Money `json:"burn_rate"` // per hour, across live instances
-	Spent     Money `json:"spent"`     // all charges so far
+	Spent     Money `json:"spent"`     // all charges settled so far
+	Accrued   Money `json:"accrued"`   // accrued since the last settlement, not yet in the ledger
 }
 
 func itoa(n int64) string {

@@ -223,3 +223,30 @@ func TestBookRejectsDisorder(t *testing.T) {
 		t.Error("Append accepted a fee above 100%")
 	}
 }
+
+func TestBookMerge(t *testing.T) {
+	var b billing.Book
+	for _, id := range []int64{2, 4, 6, 8} {
+		if err := b.Append(billing.MeterRow{ID: id, AccountID: 1, HostID: 2, Rate: 3_600_000, PeriodUS: suanli.MicrosPerHour, Active: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := b.Merge([]billing.MeterRow{
+		{ID: 1, AccountID: 1, HostID: 2, Rate: 3_600_000, PeriodUS: suanli.MicrosPerHour, Active: true},
+		{ID: 3, AccountID: 1, HostID: 2, Rate: 3_600_000, PeriodUS: suanli.MicrosPerHour, Active: true},
+		{ID: 4},
+		{ID: 6, AccountID: 1, HostID: 2, Rate: 7_200_000, PeriodUS: suanli.MicrosPerHour, Active: true},
+		{ID: 9, AccountID: 1, HostID: 2, Rate: 3_600_000, PeriodUS: suanli.MicrosPerHour, Active: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Meters 1, 2, 3, 6 (at twice the rate), 8, 9: one second of each.
+	c := b.Close(1_000_000)
+	if c.Meters != 6 || c.Amount != 7_000 {
+		t.Errorf("after merge: %d meters charged %d, want 6 meters charged 7000", c.Meters, c.Amount)
+	}
+	if b.Len() != 6 {
+		t.Errorf("book holds %d meters, want 6", b.Len())
+	}
+}

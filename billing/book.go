@@ -2,6 +2,7 @@ package billing
 
 import (
 	"runtime"
+	"sort"
 	"sync"
 
 	"github.com/suanli/suanli"
@@ -108,22 +109,43 @@ func (b *Book) Merge(rows []MeterRow) error {
 			return suanli.Errorf(suanli.EINTERNAL, "billing: meter %d has a fee of %d basis points", r.ID, r.FeeBP)
 		}
 	}
-	out := make([]meterState, 0, len(b.meters)+len(rows))
-	i := 0
+	// In place, without a second copy of the slice: replace and remove in a
+	// forward pass, then merge the new meters in from the back.
+	ms := b.meters
+	w, i := 0, 0
+	var adds []meterState
 	for _, r := range rows {
-		for i < len(b.meters) && b.meters[i].id < r.ID {
-			out = append(out, b.meters[i])
+		j := i + sort.Search(len(ms)-i, func(k int) bool { return ms[i+k].id >= r.ID })
+		w += copy(ms[w:], ms[i:j])
+		i = j
+		found := i < len(ms) && ms[i].id == r.ID
+		if found {
 			i++
 		}
-		if i < len(b.meters) && b.meters[i].id == r.ID {
-			i++ // replaced or removed
-		}
-		if r.Active {
-			out = append(out, b.state(r))
+		switch {
+		case r.Active && found:
+			ms[w] = b.state(r)
+			w++
+		case r.Active:
+			adds = append(adds, b.state(r))
 		}
 	}
-	out = append(out, b.meters[i:]...)
-	b.meters = out
+	w += copy(ms[w:], ms[i:])
+	ms = ms[:w]
+	if len(adds) > 0 {
+		n := len(ms)
+		ms = append(ms, adds...) // grow; the tail is overwritten below
+		for k, j := len(ms)-1, len(adds)-1; j >= 0; k-- {
+			if n > 0 && ms[n-1].id > adds[j].id {
+				ms[k] = ms[n-1]
+				n--
+			} else {
+				ms[k] = adds[j]
+				j--
+			}
+		}
+	}
+	b.meters = ms
 	b.gen++
 	return nil
 }

@@ -24,9 +24,11 @@ func (s *Service) balanceOf(ctx context.Context, id int64) (*suanli.Balance, err
 	if b.Earnings, err = s.Store.LedgerBalance(ctx, suanli.LedgerEarnings(id)); err != nil {
 		return nil, err
 	}
-	if b.BurnRate, err = s.Store.AccountBurn(ctx, id); err != nil {
+	acc, err := s.Store.AccountAccrual(ctx, id, s.now())
+	if err != nil {
 		return nil, err
 	}
+	b.BurnRate, b.Accrued = acc.BurnRate, acc.Unsettled
 	sum, err := s.Store.FindCharges(ctx, suanli.ChargeFilter{AccountID: &id, Limit: 1})
 	if err != nil {
 		return nil, err

@@ -22,7 +22,11 @@ type Config struct {
 	SuspectAfter      time.Duration // default interval + 10s grace
 	LostAfter         time.Duration // default 2m
 	FailoverGrace     time.Duration // after a restart, nothing is lost before this; default 5m
-	SettleInterval    time.Duration // default 10s
+	// SettleInterval is how often the hour close settles every running
+	// meter into the ledger; default 1h. Costs shown are always settled +
+	// accrued, so it changes no amount a person sees; status changes settle
+	// the meters they affect at once.
+	SettleInterval time.Duration
 	// ZeroBalanceGrace is how long instances keep running once their
 	// account's balance reaches zero; then they are stopped (never
 	// destroyed). Default 10 minutes.
@@ -46,7 +50,7 @@ func (c *Config) setDefaults() {
 		c.FailoverGrace = 5 * time.Minute
 	}
 	if c.SettleInterval <= 0 {
-		c.SettleInterval = 10 * time.Second
+		c.SettleInterval = time.Hour
 	}
 	if c.ZeroBalanceGrace <= 0 {
 		c.ZeroBalanceGrace = 10 * time.Minute

@@ -8,25 +8,40 @@ import (
 	"github.com/suanli/suanli/sqlstore"
 )
 
-// Run runs the control plane's loops until ctx ends: settling meters into
-// the ledger, and host leases.
+// Run runs the control plane's loops until ctx ends: the periodic close
+// that settles running meters into the ledger (at multiples of
+// SettleInterval, so hourly closes fall on the hour), and host leases. It
+// first loads the meters the close keeps in memory.
 func (s *Service) Run(ctx context.Context) error {
-	settle := time.NewTicker(s.cfg.SettleInterval)
+	start := time.Now()
+	if n, err := s.Store.WarmBook(ctx); err != nil {
+		s.Logger.Error("load billing book", "err", err) // the first close rebuilds it
+	} else {
+		s.Logger.Info("billing book loaded", "meters", n, "ms", time.Since(start).Milliseconds())
+	}
+	every := s.cfg.SettleInterval
+	nextClose := func() time.Time { return s.now().Truncate(every).Add(every) }
+	due := nextClose()
+	settle := time.NewTimer(due.Sub(s.now()))
 	defer settle.Stop()
 	lease := time.NewTicker(max(time.Second, s.cfg.HeartbeatInterval/2))
 	defer lease.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			// Settle once more so a clean shutdown leaves nothing accrued unposted.
+			// Close once more so a clean shutdown leaves nothing accrued unposted.
 			if _, err := s.Store.Settle(context.WithoutCancel(ctx), s.now()); err != nil {
-				s.Logger.Error("settle at shutdown", "err", err)
+				s.Logger.Error("close at shutdown", "err", err)
 			}
 			return nil
 		case <-settle.C:
-			if _, err := s.Store.Settle(ctx, s.now()); err != nil {
-				s.Logger.Error("settle", "err", err)
+			at := due
+			if now := s.now(); now.Before(at) {
+				at = now
 			}
+			s.closeBooks(ctx, at)
+			due = nextClose()
+			settle.Reset(due.Sub(s.now()))
 		case <-lease.C:
 			if err := s.CheckLeases(ctx); err != nil {
 				s.Logger.Error("check leases", "err", err)
@@ -42,6 +57,21 @@ func (s *Service) Run(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// closeBooks settles every running meter up to at and logs the close.
+func (s *Service) closeBooks(ctx context.Context, at time.Time) {
+	start := time.Now()
+	c, err := s.Store.CloseBooks(ctx, at)
+	if err != nil {
+		s.Logger.Error("close", "err", err)
+		return
+	}
+	if c.ID == 0 {
+		return
+	}
+	s.Logger.Info("close", "close_id", c.ID, "through", at, "meters", c.Meters, "lines", c.Lines, "postings", c.Written,
+		"amount", c.Amount.String(), "rebuilt", c.Rebuilt, "ms", time.Since(start).Milliseconds())
 }
 
 // CheckLeases moves machines that missed heartbeats to suspect, then to

@@ -96,12 +96,13 @@ func (s *Service) Quote(ctx context.Context, q suanli.QuoteRequest) (*suanli.Quo
 	if err != nil {
 		return nil, err
 	}
-	out.BalanceAfter1h = bal.Balance - bal.BurnRate - plan.HourlyCost
+	avail := bal.Balance - bal.Accrued // accrued since the last close is owed already
+	out.BalanceAfter1h = avail - bal.BurnRate - plan.HourlyCost
 	if out.BalanceAfter1h < 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("balance %s does not cover one hour (running instances burn %s/h, this rental %s/h): create would answer payment_required",
-			bal.Balance, bal.BurnRate, plan.HourlyCost))
+			avail, bal.BurnRate, plan.HourlyCost))
 	} else {
-		out.Checks = append(out.Checks, fmt.Sprintf("balance: %s covers %s", bal.Balance, hoursCovered(bal.Balance, bal.BurnRate+plan.HourlyCost)))
+		out.Checks = append(out.Checks, fmt.Sprintf("balance: %s covers %s", avail, hoursCovered(avail, bal.BurnRate+plan.HourlyCost)))
 	}
 	if err := s.checkBudgetsForCreate(ctx, p.AccountID, c.Project, c.Tags); err != nil {
 		out.Warnings = append(out.Warnings, suanli.ErrorMessage(err))

@@ -333,3 +333,56 @@ func (tx *Tx) instanceSettled(ctx context.Context, id int64, ms map[string]*mete
 	}
 	return v, nil
 }
+
+// SettledByInstance returns every instance's settled charges (as
+// InstanceSettled) in one pass over the ledger and the sub-ledger, for
+// reconciliation and benchmarks. Instances with nothing settled are absent.
+func (s *DB) SettledByInstance(ctx context.Context) (map[int64]suanli.Money, error) {
+	out := map[int64]suanli.Money{}
+	err := s.read(ctx, func(tx *Tx) error {
+		add := func(q string, args ...any) error {
+			rows, err := tx.query(ctx, q, args...)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var id, v int64
+				if err := rows.Scan(&id, &v); err != nil {
+					return err
+				}
+				out[id] += suanli.Money(v)
+			}
+			return rows.Err()
+		}
+		if err := add(`SELECT instance_id, SUM(amount) FROM ledger_txns WHERE instance_id <> 0 AND kind <> 'credit' GROUP BY instance_id`); err != nil {
+			return err
+		}
+		st, err := tx.readBillState(ctx)
+		if err != nil || st.CloseID == 0 {
+			return err
+		}
+		if err := add(`SELECT m.instance_id, SUM(s.amount) FROM meter_spans s JOIN meters m ON m.id = s.meter_id GROUP BY m.instance_id`); err != nil {
+			return err
+		}
+		rows, err := tx.query(ctx, `SELECT instance_id, account_id, host_id, rate, period_us, fee_bp, since, remainder
+			FROM meters WHERE active = ? AND close_id < ? AND since < ?`, true, st.CloseID, st.Through)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id, rate int64
+			var sp billing.Span
+			if err := rows.Scan(&id, &sp.AccountID, &sp.HostID, &rate, &sp.PeriodUS, &sp.FeeBP, &sp.Since, &sp.Remainder); err != nil {
+				return err
+			}
+			sp.Rate = suanli.Money(rate)
+			if v := sp.Total(st.Through); v != 0 {
+				out[id] += v
+			}
+		}
+		return rows.Err()
+	})
+	return out, err
+}

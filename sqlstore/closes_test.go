@@ -359,6 +359,7 @@ func compareTwin(t *testing.T, w *twin, rng *rand.Rand, accounts, hosts []*suanl
 		sort.Strings(c.Mismatched)
 		return c, nil
 	})
+	same("SettledByInstance", func(db *sqlstore.DB) (any, error) { return db.SettledByInstance(ctx) })
 	same("Stats", func(db *sqlstore.DB) (any, error) { return db.Stats(ctx) })
 	var ids []int64
 	for _, a := range accounts {

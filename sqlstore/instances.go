@@ -107,10 +107,13 @@ func (s *DB) ApplyPlan(ctx context.Context, p Placement, now time.Time) (*suanli
 		if err != nil {
 			return err
 		}
-		burn, err := tx.accountBurn(ctx, in.AccountID)
+		acc, err := tx.accountAccrual(ctx, in.AccountID, now)
 		if err != nil {
 			return err
 		}
+		// What running meters accrued since the last close is owed already.
+		bal -= acc.Unsettled
+		burn := acc.BurnRate
 		if bal < burn+p.HourlyCost {
 			if burn > 0 {
 				return suanli.Errorf(suanli.EPAYMENTREQUIRED, "balance %s does not cover one hour: your running instances burn %s/h and this rental costs %s/h; add credit or stop something first",
@@ -155,33 +158,49 @@ func (s *DB) ApplyPlan(ctx context.Context, p Placement, now time.Time) (*suanli
 	return in, nil
 }
 
-// accountBurn is what an account's active meters cost per hour now.
-func (tx *Tx) accountBurn(ctx context.Context, accountID int64) (suanli.Money, error) {
-	rows, err := tx.query(ctx, `SELECT rate, period_us FROM meters WHERE account_id = ? AND active = ?`, accountID, true)
+// accountAccrual is what an account's active meters cost per hour now, and
+// what they accrued since their last settlement (inline or by a close) up
+// to now.
+func (tx *Tx) accountAccrual(ctx context.Context, accountID int64, now time.Time) (Accrual, error) {
+	var a Accrual
+	st, err := tx.readBillState(ctx)
 	if err != nil {
-		return 0, err
+		return a, err
+	}
+	rows, err := tx.query(ctx, `SELECT `+meterCols+` FROM meters WHERE account_id = ? AND active = ?`, accountID, true)
+	if err != nil {
+		return a, err
 	}
 	defer rows.Close()
-	var burn suanli.Money
 	for rows.Next() {
-		var rate, period int64
-		if err := rows.Scan(&rate, &period); err != nil {
-			return 0, err
+		m, err := scanMeter(rows)
+		if err != nil {
+			return a, err
 		}
-		burn += suanli.MulDiv(suanli.Money(rate), suanli.MicrosPerHour, period)
+		p, b := m.pending(us(now), st)
+		a.Unsettled += p
+		a.BurnRate += b
 	}
-	return burn, rows.Err()
+	return a, rows.Err()
 }
 
 // AccountBurn is what an account's active meters cost per hour now.
 func (s *DB) AccountBurn(ctx context.Context, accountID int64) (suanli.Money, error) {
-	var b suanli.Money
+	a, err := s.AccountAccrual(ctx, accountID, time.Time{})
+	return a.BurnRate, err
+}
+
+// AccountAccrual is what an account's active meters burn per hour, and
+// what they accrued up to now that the ledger does not hold yet (the next
+// close settles it).
+func (s *DB) AccountAccrual(ctx context.Context, accountID int64, now time.Time) (Accrual, error) {
+	var a Accrual
 	err := s.read(ctx, func(tx *Tx) error {
 		var err error
-		b, err = tx.accountBurn(ctx, accountID)
+		a, err = tx.accountAccrual(ctx, accountID, now)
 		return err
 	})
-	return b, err
+	return a, err
 }
 
 func (tx *Tx) addEvent(ctx context.Context, instanceID int64, at time.Time, status, msg string) error {

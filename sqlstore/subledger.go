@@ -103,10 +103,16 @@ func (tx *Tx) spans(ctx context.Context, col string, id int64, st billState) ([]
 		return nil, err
 	}
 	rows.Close()
+	// "active <> FALSE" rather than "active = TRUE" when selecting by a
+	// column: an index on that column beats the one on active.
+	active, isActive := `m.active = ?`, any(true)
+	if col != "" {
+		active, isActive = `m.active <> ?`, false
+	}
 	rows, err = tx.query(ctx, `SELECT m.id, m.instance_id, m.account_id, m.host_id, m.kind, m.rate, m.period_us, m.fee_bp,
 		m.since, m.remainder, m.close_id, `+spanInstanceCols+`
 		FROM meters m LEFT JOIN instances i ON i.id = m.instance_id
-		WHERE m.active = ? AND m.close_id < ? AND m.since < ?`+where+` ORDER BY m.id`, append([]any{true, st.CloseID, st.Through}, args...)...)
+		WHERE `+active+` AND m.close_id < ? AND m.since < ?`+where+` ORDER BY m.id`, append([]any{isActive, st.CloseID, st.Through}, args...)...)
 	if err != nil {
 		return nil, err
 	}

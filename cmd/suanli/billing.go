@@ -25,7 +25,8 @@ func newBillingCmd(a *app) *cobra.Command {
 				return a.printJSON(cmd, b)
 			}
 			t := table(cmd.OutOrStdout())
-			fmt.Fprintf(t, "balance\t%s\nburn rate\t%s/h\nspent\t%s\nearnings\t%s\n", b.Balance, b.BurnRate, b.Spent, b.Earnings)
+			fmt.Fprintf(t, "balance\t%s\nburn rate\t%s/h\nspent\t%s\naccrued\t%s (since the last close: owed, not yet in balance or spent)\nearnings\t%s\n",
+				b.Balance, b.BurnRate, b.Spent, b.Accrued, b.Earnings)
 			return t.Flush()
 		},
 	}

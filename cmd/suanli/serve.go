@@ -42,7 +42,8 @@ func (c *serverConfig) flags(cmd *cobra.Command) {
 	f.StringVar(&c.StartCredit, "operator-credit", "100", "credit given to the operator account when it is created, in dollars")
 	f.DurationVar(&c.Heartbeat, "heartbeat", 10*time.Second, "agent heartbeat interval (long-poll length)")
 	f.DurationVar(&c.LostAfter, "lost-after", 2*time.Minute, "silence after which a host's instances are lost")
-	f.DurationVar(&c.Settle, "settle-every", 10*time.Second, "how often meters are settled into the ledger")
+	f.DurationVar(&c.Settle, "settle-every", time.Hour, "how often the close settles running meters into the ledger (at multiples of it: 1h closes on the hour);\n"+
+		"costs shown (show, budgets, quotes, billing balance's accrued) are always settled + accrued, so this changes no amount anyone sees")
 }
 
 func envOr(k, def string) string {

@@ -1,0 +1,52 @@
+// Command suanli-bench runs Suanli's benchmarks: programs with seeded
+// generators and side-by-side baselines that check every system returns the
+// same answers before they report any time (DESIGN §8).
+//
+//	suanli-bench bill [flags]     the hour close: billing.Book + sqlstore vs row-per-charge SQLite
+//
+// Progress goes to stderr, results to stdout.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+)
+
+const usage = `usage: suanli-bench <benchmark> [flags]
+
+benchmarks:
+  bill      the hour close: settle N running instances with the product's close
+            (in-memory book, postings per account, derived sub-ledger) against
+            a batched row-per-charge SQLite settlement (see suanli-bench bill -h)
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	var err error
+	switch os.Args[1] {
+	case "bill":
+		err = runBill(ctx, os.Args[2:], os.Stdout, os.Stderr)
+	case "-h", "-help", "--help", "help":
+		fmt.Print(usage)
+		return
+	default:
+		fmt.Fprintf(os.Stderr, "suanli-bench: unknown benchmark %q\n%s", os.Args[1], usage)
+		os.Exit(2)
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "suanli-bench:", err)
+		os.Exit(1)
+	}
+}
