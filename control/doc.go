@@ -2,8 +2,9 @@
 // store (sqlstore), the offer index (market), placement (sched) and the
 // billing rules into the suanli service interfaces that the HTTP API, the
 // Vast compatibility layer and the tests call. It also runs the control
-// plane's loops: settlement of meters into the ledger and host leases
-// (online → suspect → offline, instances lost).
+// plane's loops: the hour close that settles running meters into the ledger
+// (on the hour by default; costs it shows are always settled plus accrued)
+// and host leases (online → suspect → offline, instances lost).
 //
 // It owns authentication of secrets into a Principal and every ownership
 // check: another tenant's object is ENOTFOUND. It must not speak HTTP.

@@ -6,6 +6,15 @@
 // settled into balanced double-entry ledger postings, idempotent usage and
 // log ingestion.
 //
+// Billing (docs/billing.md): status changes settle the meters they touch
+// inline; the periodic hour close (CloseBooks, closes.go) settles every
+// active meter from an in-memory billing.Book in one transaction with one
+// posting per ledger account, without writing meter rows; the sub-ledger
+// (subledger.go) derives each close's per-instance lines from meter spans and
+// the close calendar, and every read of charges (charges.go) merges them with
+// the ledger's rows. The Book and the calendar are the only state it keeps in
+// memory; both are rebuilt from the database.
+//
 // It must not decide placement, parse queries or talk HTTP; callers pass the
 // time in (no wall clock here).
 package sqlstore

@@ -18,7 +18,8 @@ import (
 // updates every advanced meter's row. It is batched (multi-row inserts, one
 // prepared update) and exactly as durable as a close (same database, same
 // synchronous=FULL commit). Its charges are the lines a close's sub-ledger
-// derives, as ledger rows. It returns how many meters it advanced.
+// derives, as ledger rows. It returns how many meters it advanced. It is
+// for benchmarks and tests: it does not tell other processes' Books.
 func (s *DB) SettleRows(ctx context.Context, now time.Time) (int, error) {
 	bc := &s.bill
 	bc.mu.Lock()
@@ -120,7 +121,7 @@ func (s *DB) SettleRows(ctx context.Context, now time.Time) (int, error) {
 				return err
 			}
 		}
-		up, err := tx.tx.PrepareContext(ctx, s.q(`UPDATE meters SET since = ?, remainder = ?, close_id = ?, dirty = TRUE WHERE id = ?`))
+		up, err := tx.tx.PrepareContext(ctx, s.q(`UPDATE meters SET since = ?, remainder = ?, close_id = ? WHERE id = ?`))
 		if err != nil {
 			return err
 		}
@@ -132,6 +133,10 @@ func (s *DB) SettleRows(ctx context.Context, now time.Time) (int, error) {
 		}
 		return nil
 	})
+	// The rows it moved are not marked dirty (that would cost the baseline
+	// an index it does not need): this process's Book is rebuilt instead. A
+	// store that another process closes must not be settled this way.
+	bc.valid = false
 	if err != nil {
 		return 0, fmt.Errorf("settle rows at %s: %w", now.UTC().Format(time.RFC3339), err)
 	}
