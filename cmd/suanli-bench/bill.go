@@ -80,8 +80,8 @@ func runBill(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.IntVar(&cfg.Churn, "churn", 200, "status changes (stop, start, destroy) between closes, the same on both sides")
 	fs.IntVar(&cfg.Sample, "sample", 300, "instances whose itemized charges are compared line by line (all are compared in total)")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the generated marketplace and churn")
-	fs.StringVar(&cfg.Dir, "dir", "", "directory for the databases (default: a temporary one, removed afterwards)")
-	fs.BoolVar(&cfg.Keep, "keep", false, "keep the databases")
+	fs.StringVar(&cfg.Dir, "dir", "", "directory for the databases; the generated store is kept there and reused by runs of the same shape (default: a temporary one, removed afterwards)")
+	fs.BoolVar(&cfg.Keep, "keep", false, "keep the settled databases too")
 	fs.BoolVar(&cfg.JSON, "json", false, "print the result as JSON before the summary line")
 	fs.BoolVar(&cfg.Audit, "audit", true, "also run the full ledger audit (CheckLedger) on both stores and compare")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the closes (both sides) to this file")
@@ -128,15 +128,27 @@ flags:
 	out := func(format string, a ...any) { fmt.Fprintf(stdout, "bill: "+format+"\n", a...) }
 	out("machine: %d × %s (nproc %d), %s %s/%s", runtime.NumCPU(), res.Machine, runtime.NumCPU(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 
-	fixture := filepath.Join(dir, "fixture.db")
-	os.Remove(fixture)
-	start := time.Now()
-	if err := writeBillFixture(ctx, fixture, cfg, stderr); err != nil {
-		return err
+	// With -dir the generated store is kept and reused by later runs with
+	// the same shape and seed.
+	fixture := filepath.Join(dir, fmt.Sprintf("fixture-%d-%d-%d-%d.db", cfg.Instances, cfg.Accounts, cfg.Hosts, cfg.Seed))
+	if _, err := os.Stat(fixture); err == nil && cfg.Dir != "" {
+		out("fixture: %d running instances (%d active meters), %d renters, %d providers, seed %d, reused from %s",
+			cfg.Instances, 2*cfg.Instances, cfg.Accounts, cfg.Hosts, cfg.Seed, fixture)
+	} else {
+		for _, suffix := range []string{".tmp", ".tmp-wal", ".tmp-shm"} {
+			os.Remove(fixture + suffix) // a run that was stopped half way
+		}
+		start := time.Now()
+		if err := writeBillFixture(ctx, fixture+".tmp", cfg, stderr); err != nil {
+			return err
+		}
+		if err := os.Rename(fixture+".tmp", fixture); err != nil {
+			return err
+		}
+		res.FixtureSecs = time.Since(start).Seconds()
+		out("fixture: %d running instances (%d active meters), %d renters, %d providers, seed %d, written in %.1f s",
+			cfg.Instances, 2*cfg.Instances, cfg.Accounts, cfg.Hosts, cfg.Seed, res.FixtureSecs)
 	}
-	res.FixtureSecs = time.Since(start).Seconds()
-	out("fixture: %d running instances (%d active meters), %d renters, %d providers, seed %d, written in %.1f s",
-		cfg.Instances, 2*cfg.Instances, cfg.Accounts, cfg.Hosts, cfg.Seed, res.FixtureSecs)
 	paths := map[string]string{"close": filepath.Join(dir, "close.db"), "rows": filepath.Join(dir, "rows.db")}
 	for _, p := range paths {
 		if err := copyFile(fixture, p); err != nil {
@@ -144,7 +156,9 @@ flags:
 		}
 	}
 	if !cfg.Keep {
-		os.Remove(fixture)
+		for _, p := range paths {
+			defer os.Remove(p)
+		}
 	}
 	plan := churnPlan(cfg)
 	if cfg.CPUProfile != "" {
@@ -166,7 +180,7 @@ flags:
 	}
 	defer prod.Close()
 	res.Product.Name = "close"
-	start = time.Now()
+	start := time.Now()
 	if res.Product.Meters, err = prod.WarmBook(ctx); err != nil {
 		return err
 	}
