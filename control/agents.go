@@ -188,6 +188,25 @@ func (s *Service) desired(ctx context.Context, machineID int64, r *suanli.SyncRe
 		if spec.Desired == suanli.DesiredRunning && (in.Status == suanli.StatusLost) {
 			spec.Desired = suanli.DesiredStopped
 		}
+		if spec.Desired != suanli.DesiredDestroyed {
+			spec.Token = auth.InstanceToken(s.tokenKey, in.ID, auth.InstanceTokenExpiry(s.now()))
+		}
+		sec, err := s.openSecrets(in)
+		if err != nil {
+			// The workload would run without its secrets: keep it (and its
+			// disk), stopped, rather than run it wrong or remove it.
+			s.Logger.Error("open instance secrets", "instance_id", in.ID, "err", err)
+			spec.Desired = suanli.DesiredStopped
+		} else if sec != nil {
+			env := make(map[string]string, len(in.Env)+len(sec.Env))
+			for k, v := range in.Env {
+				env[k] = v
+			}
+			for k, v := range sec.Env {
+				env[k] = v
+			}
+			spec.Env, spec.RegistryAuth = env, sec.RegistryAuth
+		}
 		for _, idx := range in.GPUIndexes {
 			for _, g := range m.Hardware.GPUs {
 				if g.Index == idx {
