@@ -22,6 +22,8 @@ import (
 type Client struct {
 	BaseURL string
 	APIKey  string
+	// Team, when set, makes every request act on that team (id or name).
+	Team string
 	HTTP    *http.Client // requests other than the agent's long poll
 	// Long is used for the agent's long-poll sync (no overall timeout; the
 	// caller's context bounds it).
@@ -35,6 +37,9 @@ var (
 	_ suanli.BillingService  = (*Client)(nil)
 	_ suanli.AgentService    = (*Client)(nil)
 	_ suanli.AccountService  = (*Client)(nil)
+	_ suanli.KeyService      = (*Client)(nil)
+	_ suanli.TeamService     = (*Client)(nil)
+	_ suanli.AuditService    = (*Client)(nil)
 )
 
 // NewClient returns a client for the server at baseURL.
@@ -65,6 +70,9 @@ func (c *Client) do(ctx context.Context, hc *http.Client, method, path string, b
 	}
 	if c.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.APIKey)
+	}
+	if c.Team != "" {
+		req.Header.Set(TeamHeader, c.Team)
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
