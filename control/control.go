@@ -258,7 +258,6 @@ func operator(ctx context.Context, what string) (*suanli.Principal, error) {
 	return p, nil
 }
 
-
 // CreateAccountWithKey creates an account (with optional starting credit)
 // and an all-scopes API key; it returns the key's secret. Used to bootstrap
 // the operator and by tests.

@@ -196,7 +196,9 @@ func (s *Service) tryCreate(ctx context.Context, p *suanli.Principal, acct *suan
 }
 
 // secretsPurpose binds an instance's sealed secrets to its account.
-func secretsPurpose(accountID int64) string { return fmt.Sprintf("instance secrets of account %d", accountID) }
+func secretsPurpose(accountID int64) string {
+	return fmt.Sprintf("instance secrets of account %d", accountID)
+}
 
 // openSecrets returns an instance's secrets in the clear (for its agent).
 func (s *Service) openSecrets(in *suanli.Instance) (*suanli.InstanceSecrets, error) {

@@ -24,7 +24,7 @@ type Client struct {
 	APIKey  string
 	// Team, when set, makes every request act on that team (id or name).
 	Team string
-	HTTP    *http.Client // requests other than the agent's long poll
+	HTTP *http.Client // requests other than the agent's long poll
 	// Long is used for the agent's long-poll sync (no overall timeout; the
 	// caller's context bounds it).
 	Long *http.Client
