@@ -22,12 +22,12 @@ import (
 type Client struct {
 	BaseURL string
 	APIKey  string
-	// Team, when set, makes every request act on that team (id or name).
-	Team string
-	HTTP *http.Client // requests other than the agent's long poll
+	HTTP    *http.Client // requests other than the agent's long poll
 	// Long is used for the agent's long-poll sync (no overall timeout; the
 	// caller's context bounds it).
 	Long *http.Client
+	// Team, when set, makes every request act on that team (id or name).
+	Team string
 }
 
 var (
