@@ -79,6 +79,11 @@ func (r *Runtime) create(ctx context.Context, spec suanli.InstanceSpec) error {
 	for _, w := range res.Warnings {
 		r.log.Warn("container create warning", "instance_id", spec.ID, "warning", w)
 	}
+	if spec.Token != "" {
+		if err := r.copyToken(ctx, res.ID, spec.Token); err != nil {
+			return r.daemonErr(fmt.Sprintf("instance %d: write token", spec.ID), err)
+		}
+	}
 	r.log.Info("container created", "instance_id", spec.ID, "container", shortID(res.ID),
 		"image", spec.Image, "ports", formatPorts(zipPorts(ports, hostPorts)),
 		"duration", r.now().Sub(start).Round(time.Millisecond))
@@ -89,13 +94,16 @@ func (r *Runtime) create(ctx context.Context, spec suanli.InstanceSpec) error {
 // network, ports and environment.
 func (r *Runtime) createOptions(spec suanli.InstanceSpec, netName string, ports, hostPorts []int, quota bool) client.ContainerCreateOptions {
 	env := []string{"SUANLI_INSTANCE_ID=" + strconv.FormatInt(spec.ID, 10)}
+	if spec.Token != "" {
+		env = append(env, "SUANLI_TOKEN="+spec.Token, "SUANLI_TOKEN_FILE="+TokenFile)
+	}
 	keys := make([]string, 0, len(spec.Env))
 	for k := range spec.Env {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		if k != "SUANLI_INSTANCE_ID" {
+		if k != "SUANLI_INSTANCE_ID" && k != "SUANLI_TOKEN" && k != "SUANLI_TOKEN_FILE" {
 			env = append(env, k+"="+spec.Env[k])
 		}
 	}
