@@ -32,4 +32,3 @@ func TestInstanceToken(t *testing.T) {
 		t.Errorf("WriteToken for an unknown instance succeeded")
 	}
 }
-
