@@ -109,6 +109,6 @@ func newAdminCmd(a *app) *cobra.Command {
 		},
 	}
 	credit.Flags().StringVar(&memo, "memo", "", "why (shown in the account's charges)")
-	cmd.AddCommand(credit)
+	cmd.AddCommand(credit, newAdminAccountsCmd(a))
 	return cmd
 }

@@ -31,6 +31,7 @@ type app struct {
 	home   string
 	server string
 	apiKey string
+	team   string
 	json   bool
 }
 
@@ -93,7 +94,12 @@ func (a *app) client() *shttp.Client {
 	if server == "" {
 		server = "http://" + DefaultAddr
 	}
-	return shttp.NewClient(server, key)
+	cl := shttp.NewClient(server, key)
+	cl.Team = os.Getenv("SUANLI_TEAM")
+	if a.team != "" {
+		cl.Team = a.team
+	}
+	return cl
 }
 
 func (a *app) printJSON(cmd *cobra.Command, v any) error {
@@ -132,8 +138,10 @@ Client commands find the server and API key in $SUANLI_HOME/config.json
 	root.PersistentFlags().StringVar(&a.home, "home", defaultHome(), "Suanli home directory (data, config); env SUANLI_HOME")
 	root.PersistentFlags().StringVar(&a.server, "server", "", "server URL (default from config, SUANLI_SERVER, or http://"+DefaultAddr+")")
 	root.PersistentFlags().StringVar(&a.apiKey, "api-key", "", "API key (default from config or SUANLI_API_KEY)")
+	root.PersistentFlags().StringVar(&a.team, "team", "", "act on this team (id or name) with your role in it; env SUANLI_TEAM")
 	root.AddGroup(&cobra.Group{ID: "run", Title: "Run Suanli:"}, &cobra.Group{ID: "rent", Title: "Rent:"},
-		&cobra.Group{ID: "host", Title: "Provide:"}, &cobra.Group{ID: "money", Title: "Pay:"})
+		&cobra.Group{ID: "host", Title: "Provide:"}, &cobra.Group{ID: "money", Title: "Pay:"},
+		&cobra.Group{ID: "access", Title: "Access and audit:"})
 	for _, c := range []*cobra.Command{newUpCmd(a), newServerCmd(a), newAgentCmd(a)} {
 		c.GroupID = "run"
 		root.AddCommand(c)
@@ -148,6 +156,10 @@ Client commands find the server and API key in $SUANLI_HOME/config.json
 	root.AddCommand(h)
 	for _, c := range []*cobra.Command{newBillingCmd(a), newAdminCmd(a)} {
 		c.GroupID = "money"
+		root.AddCommand(c)
+	}
+	for _, c := range []*cobra.Command{newKeysCmd(a), newAuthCmd(a), newTeamsCmd(a), newAccountCmd(a), newAuditCmd(a), newProgressCmd(a)} {
+		c.GroupID = "access"
 		root.AddCommand(c)
 	}
 	return root
@@ -186,6 +198,8 @@ func exitCode(err error) int {
 		return 6
 	case suanli.EUNAVAILABLE:
 		return 7
+	case suanli.ERATELIMITED:
+		return 8
 	}
 	return 1
 }

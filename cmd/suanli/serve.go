@@ -16,6 +16,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/audit"
+	"github.com/suanli/suanli/auth"
 	"github.com/suanli/suanli/control"
 	shttp "github.com/suanli/suanli/http"
 	"github.com/suanli/suanli/sqlstore"
@@ -31,6 +33,8 @@ type serverConfig struct {
 	Heartbeat      time.Duration
 	LostAfter      time.Duration
 	Settle         time.Duration
+	AuditRetention string        // "186d"
+	AuditEvery     time.Duration // between audit checkpoints
 }
 
 func (c *serverConfig) flags(cmd *cobra.Command) {
@@ -43,6 +47,8 @@ func (c *serverConfig) flags(cmd *cobra.Command) {
 	f.DurationVar(&c.Heartbeat, "heartbeat", 10*time.Second, "agent heartbeat interval (long-poll length)")
 	f.DurationVar(&c.LostAfter, "lost-after", 2*time.Minute, "silence after which a host's instances are lost")
 	f.DurationVar(&c.Settle, "settle-every", 10*time.Second, "how often meters are settled into the ledger")
+	f.StringVar(&c.AuditRetention, "audit-retention", envOr("SUANLI_AUDIT_RETENTION", "186d"), "how long audit entries are kept (six calendar months by default); env SUANLI_AUDIT_RETENTION")
+	f.DurationVar(&c.AuditEvery, "audit-checkpoint-every", 30*time.Second, "how often the audit log's head is signed (at most 60s)")
 }
 
 func envOr(k, def string) string {
@@ -97,12 +103,32 @@ func startControlPlane(ctx context.Context, a *app, c serverConfig, logger *slog
 	if err != nil {
 		return nil, suanli.FieldErrorf("operator-credit", "%v", err)
 	}
+	retention, err := parseLifetime(c.AuditRetention)
+	if err != nil || retention < 24*time.Hour {
+		return nil, suanli.FieldErrorf("audit-retention", "%q: give at least one day, e.g. 186d", c.AuditRetention)
+	}
+	if c.AuditEvery <= 0 || c.AuditEvery > time.Minute {
+		return nil, suanli.FieldErrorf("audit-checkpoint-every", "%s: between 1s and 60s", c.AuditEvery)
+	}
+	// The server's own keys live in its home, readable by it alone:
+	// secret.key seals secrets at rest and signs instance tokens; audit.key
+	// signs audit checkpoints. Both are made on first start.
+	secretKey, err := auth.LoadOrCreateKey(filepath.Join(a.home, "secret.key"))
+	if err != nil {
+		return nil, err
+	}
+	auditKey, err := audit.LoadOrCreateKey(filepath.Join(a.home, "audit.key"))
+	if err != nil {
+		return nil, err
+	}
 	store, err := sqlstore.Open(ctx, dsn)
 	if err != nil {
 		return nil, err
 	}
 	svc, err := control.New(ctx, store, control.Config{FeeBasisPoints: fee, AllowSimulated: c.AllowSimulated,
-		HeartbeatInterval: c.Heartbeat, LostAfter: c.LostAfter, SettleInterval: c.Settle}, logger)
+		HeartbeatInterval: c.Heartbeat, LostAfter: c.LostAfter, SettleInterval: c.Settle,
+		SecretKey: secretKey, AuditKey: auditKey, AuditHeadFile: filepath.Join(a.home, "audit.head"),
+		AuditInterval: c.AuditEvery, AuditRetention: retention}, logger)
 	if err != nil {
 		store.Close()
 		return nil, err
@@ -207,7 +233,14 @@ func newServerCmd(a *app) *cobra.Command {
 'suanli host join-token'; clients reach it with --server or SUANLI_SERVER.
 
 On first start it creates the operator account and writes its API key to
-HOME/config.json (mode 0600).`,
+HOME/config.json (mode 0600), and makes the server's keys, readable by it
+alone: HOME/secret.key (seals secrets at rest, signs instance tokens) and
+HOME/audit.key (signs audit checkpoints; HOME/audit.head keeps the newest
+checkpoint outside the database). Back them up with the database: secrets
+sealed under a lost secret.key do not open again.
+
+Accounts are created by the operator (suanli admin accounts create NAME);
+there is no self-service signup.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			unlock, err := lockHome(a.home)
