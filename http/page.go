@@ -35,8 +35,10 @@ Try <code>suanli search</code>, then <code>suanli create OFFER --image IMAGE -- 
 </tbody></table>{{else}}<p>Instances are shown here to local visitors; use the CLI or API elsewhere.</p>{{end}}
 </body></html>`))
 
-// handleHome renders the overview: every listed offer, and, for visitors on
-// this machine (the `suanli up` user), the live instances.
+// handleHome renders the overview: every listed offer, and, when the server
+// is a single-user marketplace (LocalOverview, set by `suanli up`), the live
+// instances for visitors on this machine. A multi-tenant server never lists
+// instances here: behind a local reverse proxy every visitor is "local".
 func (s *Server) handleHome(w http.ResponseWriter, r *http.Request) {
 	ctx := suanli.NewContextWithPrincipal(r.Context(), &suanli.Principal{Role: suanli.RoleOperator, Scopes: []string{suanli.ScopeAll}})
 	data := struct {
@@ -48,7 +50,7 @@ func (s *Server) handleHome(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		data.Offers = res.Offers
 	}
-	if ip, err := netip.ParseAddr(clientIP(r)); err == nil && ip.IsLoopback() {
+	if ip, err := netip.ParseAddr(clientIP(r)); err == nil && ip.IsLoopback() && s.LocalOverview {
 		data.ShowInstances = true
 		live := true
 		data.Instances, _, _ = s.Service.Store.FindInstances(ctx, suanli.InstanceFilter{Live: &live, Limit: 500}, s.Service.Now())

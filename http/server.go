@@ -40,6 +40,10 @@ type Server struct {
 	// Lockout refuses every request from an address after repeated failed
 	// authentications.
 	Lockout *auth.Lockout
+	// LocalOverview lists live instances on the overview page for visitors
+	// on this machine: for `suanli up`, a one-person marketplace. Off by
+	// default: the page is unauthenticated.
+	LocalOverview bool
 
 	mux     *http.ServeMux
 	reg     *prometheus.Registry

@@ -35,6 +35,7 @@ type serverConfig struct {
 	Settle         time.Duration
 	AuditRetention string        // "186d"
 	AuditEvery     time.Duration // between audit checkpoints
+	LocalOverview  bool          // list instances on the overview page for local visitors (up)
 }
 
 func (c *serverConfig) flags(cmd *cobra.Command) {
@@ -149,6 +150,7 @@ func startControlPlane(ctx context.Context, a *app, c serverConfig, logger *slog
 		return nil, err
 	}
 	api := shttp.NewServer(svc, logger)
+	api.LocalOverview = c.LocalOverview
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
 		WriteTimeout: 2*c.Heartbeat + time.Minute, IdleTimeout: 2 * time.Minute}
 	r := &running{svc: svc, store: store, srv: srv, url: url, operator: op, done: make(chan struct{})}

@@ -48,6 +48,7 @@ the next time. Running 'up' again reuses the data.`,
 			ctx, cancel := context.WithCancel(cmd.Context())
 			defer cancel()
 			logger := newLogger()
+			sc.LocalOverview = true
 			r, err := startControlPlane(ctx, a, sc, logger)
 			if err != nil {
 				return err
