@@ -76,7 +76,7 @@ func newWorld(t *testing.T) *world {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
-	w := &world{t: t, dbPath: filepath.Join(dir, "s.db"), clock: &clock{t: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}, logs: &logBuf{}}
+	w := &world{t: t, dbPath: filepath.Join(dir, "s.db"), clock: &clock{t: time.Now().UTC().Truncate(time.Second)}, logs: &logBuf{}}
 	db, err := sqlstore.Open(ctx, w.dbPath)
 	if err != nil {
 		t.Fatal(err)
@@ -163,6 +163,14 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// account creates one more user with a key.
+func (w *world) account(name string) (*shttp.Client, int64, string) {
+	w.t.Helper()
+	a, key, err := w.svc.CreateAccountWithKey(context.Background(), name, suanli.RoleUser, 0)
+	must(w.t, err)
+	return shttp.NewClient(w.srv.URL, key), a.ID, key
 }
 
 // tokenOf returns instance id's token as the agent receives it.
