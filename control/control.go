@@ -68,6 +68,7 @@ type Service struct {
 	started     time.Time
 	lastObserve time.Time // the last lease check, for reliability accounting
 	hub         hub
+	tasks       taskBoard
 	usage       usageTracker
 	// Client makes webhook deliveries; http.DefaultClient with a timeout by default.
 	Client *http.Client

@@ -140,7 +140,7 @@ Client commands find the server and API key in $SUANLI_HOME/config.json
 		root.AddCommand(c)
 	}
 	for _, c := range []*cobra.Command{newSearchCmd(a), newQuoteCmd(a), newCreateCmd(a), newLsCmd(a), newShowCmd(a), newLogsCmd(a),
-		newStateCmd(a, "stop"), newStateCmd(a, "start"), newStateCmd(a, "destroy")} {
+		newStateCmd(a, "stop"), newStateCmd(a, "start"), newStateCmd(a, "destroy"), newExecCmd(a), newTopCmd(a)} {
 		c.GroupID = "rent"
 		root.AddCommand(c)
 	}
@@ -165,6 +165,10 @@ func main() {
 	defer stop()
 	root := newRootCmd()
 	if err := root.ExecuteContext(ctx); err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			os.Exit(ee.code) // a remote command's exit code, already explained by its output
+		}
 		fmt.Fprintln(os.Stderr, "error:", errorText(err))
 		os.Exit(exitCode(err))
 	}
