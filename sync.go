@@ -20,6 +20,7 @@ type SyncRequest struct {
 	Instances    []InstanceReport `json:"instances"`
 	Logs         []LogChunk       `json:"logs,omitempty"`
 	Usage        []UsageReport    `json:"usage,omitempty"`
+	SSH          *SSHEndpoint     `json:"ssh,omitempty"` // sent with Hardware; nil: no SSH endpoint (or unchanged)
 }
 
 // InstanceReport is an agent's view of one instance.
@@ -58,6 +59,7 @@ type SyncResponse struct {
 	LostAfter         time.Duration   `json:"lost_after"`
 	ServerTime        time.Time       `json:"server_time"`
 	LogOffsets        map[int64]int64 `json:"log_offsets,omitempty"` // how much of each log the server holds
+	SSHCAKeys         []string        `json:"ssh_ca_keys,omitempty"` // the SSH CA's public keys: the only user authorities the agent's SSH endpoint trusts
 }
 
 // InstanceSpec is what the agent must run for one instance.
