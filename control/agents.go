@@ -116,7 +116,8 @@ func (s *Service) applyReport(ctx context.Context, machineID int64, rep suanli.I
 				next, msg = suanli.StatusRunning, ""
 			}
 		case suanli.StatusStopped:
-			if in.Status != suanli.StatusPending {
+			// An exit or failure already explains why it is not running: keep it.
+			if in.Status != suanli.StatusPending && in.Status != suanli.StatusExited && in.Status != suanli.StatusFailed {
 				next = suanli.StatusStopped
 			}
 		case suanli.StatusExited:
@@ -135,7 +136,14 @@ func (s *Service) applyReport(ctx context.Context, machineID int64, rep suanli.I
 			return errIgnore
 		}
 		in.Status = next
-		if next != before || rep.Status == suanli.StatusPulling || rep.Status == suanli.StatusFailed {
+		if rep.Telemetry != nil && next == suanli.StatusRunning {
+			s.usage.record(in.ID, rep.Telemetry, in.Guards.Effective().IdlePercent, now)
+		}
+		// A report's message replaces ours; a stop keeps the reason it was
+		// asked for ("stopped by budget …"); running clears it.
+		if next == suanli.StatusRunning && next != before {
+			in.StatusMessage = ""
+		} else if msg != "" && (next != before || rep.Status == suanli.StatusPulling || rep.Status == suanli.StatusFailed) {
 			in.StatusMessage = msg
 		}
 		changed = next != before

@@ -30,6 +30,15 @@ func (s *Service) Run(ctx context.Context) error {
 			if err := s.CheckLeases(ctx); err != nil {
 				s.Logger.Error("check leases", "err", err)
 			}
+			if err := s.CheckGuards(ctx); err != nil {
+				s.Logger.Error("check guards", "err", err)
+			}
+			if err := s.CheckBudgets(ctx); err != nil {
+				s.Logger.Error("check budgets", "err", err)
+			}
+			if _, err := s.Store.PurgeIdempotent(ctx, s.now().Add(-48*time.Hour)); err != nil {
+				s.Logger.Error("purge idempotency keys", "err", err)
+			}
 		}
 	}
 }

@@ -29,6 +29,7 @@ type Server struct {
 	Extra func(mux *http.ServeMux)
 
 	mux     *http.ServeMux
+	keys    keyLocks
 	reg     *prometheus.Registry
 	latency *prometheus.HistogramVec
 }
@@ -53,6 +54,7 @@ func NewServer(svc *control.Service, logger *slog.Logger) *Server {
 	s.registerBillingRoutes()
 	s.registerAgentRoutes()
 	s.registerSSHRoutes()
+	s.registerCostRoutes()
 	return s
 }
 
@@ -82,7 +84,7 @@ func (s *Server) route(pattern string, public bool, h func(w http.ResponseWriter
 		rw := &statusWriter{ResponseWriter: w, status: 200}
 		r, err := s.authenticate(r, public)
 		if err == nil {
-			err = h(rw, r)
+			err = s.idempotent(rw, r, h)
 		}
 		if err != nil {
 			s.writeError(rw, r, rid, err)

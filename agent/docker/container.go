@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -258,20 +259,78 @@ func (r *Runtime) ensureNetwork(ctx context.Context, id int64) (string, error) {
 	if len(nets) > 0 {
 		return name, nil
 	}
-	_, err = r.cli.NetworkCreate(ctx, name, client.NetworkCreateOptions{
+	opts := client.NetworkCreateOptions{
 		Driver: "bridge",
 		Labels: r.labels(id),
 		Options: map[string]string{
 			"com.docker.network.bridge.enable_icc": "false",
 		},
-	})
-	if err != nil {
-		if strings.Contains(err.Error(), "could not find an available, non-overlapping IPv4 address pool") {
-			return "", suanli.Errorf(suanli.ECONFLICT, "instance %d: Docker has no free subnet for another private network: destroy unused instances, or widen default-address-pools in daemon.json", id)
-		}
-		return "", r.daemonErr(fmt.Sprintf("instance %d: create network %s", id, name), err)
 	}
-	return name, nil
+	if !r.pool.IsValid() {
+		_, err = r.cli.NetworkCreate(ctx, name, opts)
+		if err != nil && strings.Contains(err.Error(), "non-overlapping IPv4 address pool") {
+			return "", suanli.Errorf(suanli.ECONFLICT, "instance %d: Docker has no free subnet for another private network: destroy unused instances, set a subnet pool for the agent, or widen default-address-pools in daemon.json", id)
+		} else if err != nil {
+			return "", r.daemonErr(fmt.Sprintf("instance %d: create network %s", id, name), err)
+		}
+		return name, nil
+	}
+	// Take the first /28 of the pool that no network uses; another agent
+	// (or a concurrent Ensure) may take it first, then try the next.
+	used, err := r.usedSubnets(ctx)
+	if err != nil {
+		return "", err
+	}
+	for sub := range subnets(r.pool) {
+		if slices.ContainsFunc(used, sub.Overlaps) {
+			continue
+		}
+		opts.IPAM = &network.IPAM{Config: []network.IPAMConfig{{Subnet: sub}}}
+		_, err = r.cli.NetworkCreate(ctx, name, opts)
+		if err == nil {
+			return name, nil
+		} else if !strings.Contains(err.Error(), "overlap") {
+			return "", r.daemonErr(fmt.Sprintf("instance %d: create network %s on %s", id, name, sub), err)
+		}
+		used = append(used, sub)
+	}
+	return "", suanli.Errorf(suanli.ECONFLICT, "instance %d: subnet pool %s is full (one /%d per instance): destroy unused instances or widen the pool", id, r.pool, subnetBits)
+}
+
+// subnetBits is the size of an instance network taken from a subnet pool.
+const subnetBits = 28
+
+// subnets yields the /28 subnets of pool in order.
+func subnets(pool netip.Prefix) func(yield func(netip.Prefix) bool) {
+	return func(yield func(netip.Prefix) bool) {
+		base := pool.Addr().As4()
+		start := uint32(base[0])<<24 | uint32(base[1])<<16 | uint32(base[2])<<8 | uint32(base[3])
+		n := uint32(1) << (subnetBits - pool.Bits())
+		for i := range n {
+			a := start + i<<(32-subnetBits)
+			p := netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(a >> 24), byte(a >> 16), byte(a >> 8), byte(a)}), subnetBits)
+			if !yield(p) {
+				return
+			}
+		}
+	}
+}
+
+// usedSubnets lists the subnets of every network on the daemon.
+func (r *Runtime) usedSubnets(ctx context.Context) ([]netip.Prefix, error) {
+	res, err := r.cli.NetworkList(ctx, client.NetworkListOptions{})
+	if err != nil {
+		return nil, r.daemonErr("list networks", err)
+	}
+	var out []netip.Prefix
+	for _, n := range res.Items {
+		for _, c := range n.IPAM.Config {
+			if c.Subnet.IsValid() {
+				out = append(out, c.Subnet)
+			}
+		}
+	}
+	return out, nil
 }
 
 // findNetworks returns the ids of the instance's networks (normally one; an

@@ -121,13 +121,17 @@ func (e *testEnv) sweep() {
 
 // runtime starts a Runtime on the env's namespace and data dir, closed at
 // the end of the test.
-func (e *testEnv) runtime() *docker.Runtime {
+func (e *testEnv) runtime(edits ...func(*docker.Options)) *docker.Runtime {
 	e.t.Helper()
-	r, err := docker.New(e.t.Context(), docker.Options{
+	opts := docker.Options{
 		Logger:    slog.New(slog.NewTextHandler(e.t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug})),
 		DataDir:   e.dataDir,
 		Namespace: e.ns,
-	})
+	}
+	for _, edit := range edits {
+		edit(&opts)
+	}
+	r, err := docker.New(e.t.Context(), opts)
 	if err != nil {
 		e.t.Fatalf("docker.New: %v", err)
 	}

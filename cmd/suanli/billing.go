@@ -79,7 +79,7 @@ func newBillingCmd(a *app) *cobra.Command {
 	charges.Flags().Int64Var(&inst, "instance", 0, "only this instance's charges")
 	charges.Flags().IntVar(&limit, "limit", 100, "show at most this many entries (totals count all)")
 	charges.Flags().BoolVar(&chJSON, "json", false, "print JSON")
-	cmd.AddCommand(bal, charges)
+	cmd.AddCommand(bal, charges, newInvoiceCmd(a))
 	return cmd
 }
 

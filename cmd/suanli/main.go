@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/advisor/advisecli"
 	shttp "github.com/suanli/suanli/http"
 )
 
@@ -145,7 +146,7 @@ Client commands find the server and API key in $SUANLI_HOME/config.json
 		c.GroupID = "run"
 		root.AddCommand(c)
 	}
-	for _, c := range []*cobra.Command{newSearchCmd(a), newCreateCmd(a), newLsCmd(a), newShowCmd(a), newLogsCmd(a),
+	for _, c := range []*cobra.Command{newSearchCmd(a), newQuoteCmd(a), newCreateCmd(a), newLsCmd(a), newShowCmd(a), newLogsCmd(a),
 		newStateCmd(a, "stop"), newStateCmd(a, "start"), newStateCmd(a, "destroy"),
 		newSSHCmd(a), newSSHKeysCmd(a), newAllowlistCmd(a)} {
 		c.GroupID = "rent"
@@ -154,8 +155,13 @@ Client commands find the server and API key in $SUANLI_HOME/config.json
 	h := newHostCmd(a)
 	h.GroupID = "host"
 	root.AddCommand(h)
-	for _, c := range []*cobra.Command{newBillingCmd(a), newAdminCmd(a)} {
+	for _, c := range []*cobra.Command{newBillingCmd(a), newBudgetCmd(a), newCostCmd(a), newAdminCmd(a)} {
 		c.GroupID = "money"
+		root.AddCommand(c)
+	}
+	root.AddGroup(&cobra.Group{ID: "advise", Title: "Advise:"})
+	for _, c := range advisecli.Commands(func(context.Context) (suanli.OfferService, error) { return a.client(), nil }) {
+		c.GroupID = "advise"
 		root.AddCommand(c)
 	}
 	return root

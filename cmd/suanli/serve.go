@@ -64,6 +64,7 @@ func envOr(k, def string) string {
 // running is a started control plane.
 type running struct {
 	svc      *control.Service
+	api      *shttp.Server
 	store    *sqlstore.DB
 	srv      *http.Server
 	url      string
@@ -160,7 +161,7 @@ func startControlPlane(ctx context.Context, a *app, c serverConfig, logger *slog
 	api := shttp.NewServer(svc, logger)
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
 		WriteTimeout: 2*c.Heartbeat + time.Minute, IdleTimeout: 2 * time.Minute}
-	r := &running{svc: svc, store: store, srv: srv, url: url, operator: op, caPEM: caPEM, done: make(chan struct{})}
+	r := &running{svc: svc, api: api, store: store, srv: srv, url: url, operator: op, caPEM: caPEM, done: make(chan struct{})}
 	loopsDone := make(chan struct{})
 	go func() {
 		defer close(loopsDone)
