@@ -2,6 +2,7 @@ package sshd
 
 import (
 	"context"
+	"fmt"
 	"io"
 
 	"github.com/suanli/suanli"
@@ -64,7 +65,10 @@ func (t ExecTarget) Exec(ctx context.Context, id int64, p *Proc) (int, error) {
 }
 
 // SFTP runs the image's sftp-server over rw.
-func (t ExecTarget) SFTP(ctx context.Context, id int64, rw io.ReadWriter) error {
-	_, err := t.Runtime.Exec(ctx, id, []string{"/bin/sh", "-c", sftpServer}, rw, rw, io.Discard)
+func (t ExecTarget) SFTP(ctx context.Context, id int64, rw io.ReadWriter, stderr io.Writer) error {
+	code, err := t.Runtime.Exec(ctx, id, []string{"/bin/sh", "-c", sftpServer}, rw, rw, stderr)
+	if err == nil && code != 0 {
+		return fmt.Errorf("sftp-server exited with %d", code)
+	}
 	return err
 }

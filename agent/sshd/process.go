@@ -148,7 +148,7 @@ func orDefault(s, def string) string {
 }
 
 // SFTP serves SFTP starting in the instance's work directory.
-func (t ProcessTarget) SFTP(ctx context.Context, id int64, rw io.ReadWriter) error {
+func (t ProcessTarget) SFTP(ctx context.Context, id int64, rw io.ReadWriter, stderr io.Writer) error {
 	dir, _, err := t.Runtime.Shell(ctx, id)
 	if err != nil {
 		return err

@@ -140,7 +140,7 @@ func (s *Server) run(ctx context.Context, g *sshca.Grant, ch ssh.Channel, kind, 
 	start := time.Now()
 	log.Info("ssh session", "kind", kind, "tty", tty != nil)
 	if kind == "subsystem" {
-		err := s.Target.SFTP(ctx, g.InstanceID, ch)
+		err := s.Target.SFTP(ctx, g.InstanceID, ch, ch.Stderr())
 		if err != nil && ctx.Err() == nil {
 			log.Warn("sftp session failed", "err", err)
 			return 1

@@ -16,8 +16,8 @@ type Target interface {
 	// written when it returns. When ctx ends the command is killed.
 	Exec(ctx context.Context, id int64, p *Proc) (int, error)
 	// SFTP serves the SFTP subsystem for the instance on rw until the client
-	// ends it.
-	SFTP(ctx context.Context, id int64, rw io.ReadWriter) error
+	// ends it; stderr reaches the client's terminal.
+	SFTP(ctx context.Context, id int64, rw io.ReadWriter, stderr io.Writer) error
 	// SupportsTTY reports whether Exec can give a command a terminal.
 	SupportsTTY() bool
 }
