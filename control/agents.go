@@ -152,6 +152,14 @@ func (s *Service) applyReport(ctx context.Context, machineID int64, rep suanli.I
 	if err == errIgnore || suanli.ErrorCode(err) == suanli.ENOTFOUND {
 		return false, nil
 	}
+	if err == nil && changed {
+		switch rep.Status {
+		case suanli.StatusRunning:
+			err = s.Store.CountHostEvent(ctx, machineID, sqlstore.HostStarted)
+		case suanli.StatusFailed:
+			err = s.Store.CountHostEvent(ctx, machineID, sqlstore.HostFailedStart)
+		}
+	}
 	return changed, err
 }
 

@@ -69,9 +69,10 @@ type Service struct {
 	SSHAuthority *sshca.CA
 	cfg          Config
 
-	started time.Time
-	hub     hub
-	usage   usageTracker
+	started     time.Time
+	lastObserve time.Time // the last lease check, for reliability accounting
+	hub         hub
+	usage       usageTracker
 	// Client makes webhook deliveries; http.DefaultClient with a timeout by default.
 	Client *http.Client
 	// lowSince remembers since when an account's balance has been at or below zero.

@@ -367,3 +367,52 @@ func TestCostReportReconciles(t *testing.T) {
 		t.Errorf("ledger: %+v", chk)
 	}
 }
+
+func TestQuotaForNewAccounts(t *testing.T) {
+	f := newFixture(t, suanli.Dollars(100), control.Config{})
+	a := f.create(t, suanli.InstanceCreate{GPUCount: 1})
+	f.create(t, suanli.InstanceCreate{GPUCount: 1})
+	_, err := f.svc.CreateInstance(f.renter, suanli.InstanceCreate{OfferID: f.machine, Image: "x", GPUCount: 1})
+	if suanli.ErrorCode(err) != suanli.EFORBIDDEN || !strings.Contains(err.Error(), "new accounts (first 7 days) may run 2 GPUs at once") {
+		t.Fatalf("third GPU for a new account: %v", err)
+	}
+	// Stopped instances do not count; starting one again does.
+	f.svc.StopInstance(f.renter, a.ID)
+	f.report(t, suanli.InstanceReport{ID: a.ID, Status: suanli.StatusStopped})
+	f.clk.Add(8 * 24 * time.Hour) // no longer new: 64 GPUs
+	if _, err := f.svc.StartInstance(f.renter, a.ID); err != nil {
+		t.Fatalf("start after a week: %v", err)
+	}
+	op := principalCtx(999, suanli.RoleOperator, suanli.ScopeAll)
+	if err := f.svc.SetQuota(op, f.renterID, suanli.Quota{GPUs: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.svc.SetQuota(f.renter, f.renterID, suanli.Quota{GPUs: 100}); suanli.ErrorCode(err) != suanli.EFORBIDDEN {
+		t.Errorf("a renter raising their own quota: %v", err)
+	}
+	_, err = f.svc.StartInstance(f.renter, a.ID)
+	if err != nil {
+		t.Fatalf("already running: %v", err)
+	}
+}
+
+func TestReliabilityFollowsUptime(t *testing.T) {
+	f := newFixture(t, suanli.Dollars(100), control.Config{})
+	ctx := context.Background()
+	for i := 0; i < 24*8; i++ { // eight days of hourly lease checks, heartbeating
+		f.report(t)
+		f.clk.Add(time.Hour)
+		f.report(t)
+		if err := f.svc.CheckLeases(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, _ := f.svc.FindMachineByID(f.host, f.machine)
+	if m.Reliability < 0.95 {
+		t.Errorf("a week of uptime: reliability %.3f, want ≥ 0.95", m.Reliability)
+	}
+	o, _ := f.svc.FindOfferByID(f.renter, f.machine)
+	if d := o.Reliability - m.Reliability; d > 0.005 || d < -0.005 {
+		t.Errorf("offer reliability %.3f, machine %.3f: the offer must follow within half a percent", o.Reliability, m.Reliability)
+	}
+}

@@ -131,6 +131,9 @@ func (s *Service) tryCreate(ctx context.Context, p *suanli.Principal, c suanli.I
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checkQuota(ctx, p, gpuCountFor(m, c, gpus), 0); err != nil {
+		return nil, err
+	}
 	req := sched.Request{GPUCount: c.GPUCount, CPUCores: c.CPUCores, DiskGB: c.DiskGB, RentalType: c.RentalType, FeeBP: s.cfg.FeeBasisPoints}
 	if c.Bid != nil {
 		req.Bid = *c.Bid
@@ -237,6 +240,13 @@ func (s *Service) StartInstance(ctx context.Context, id int64) (*suanli.Instance
 		}
 	}
 	if err := s.checkBudgetsForCreate(ctx, in.AccountID, in.Project, in.Tags); err != nil {
+		return nil, err
+	}
+	p, err := principal(ctx, suanli.ScopeInstanceWrite)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkQuota(ctx, p, in.GPUCount, in.ID); err != nil {
 		return nil, err
 	}
 	return s.changeInstance(ctx, id, func(in *suanli.Instance) error {

@@ -284,3 +284,8 @@ func (c *Client) Sync(ctx context.Context, r *suanli.SyncRequest) (*suanli.SyncR
 	var s suanli.SyncResponse
 	return &s, c.do(ctx, c.Long, http.MethodPost, "/v1/agent/sync", r, &s)
 }
+
+// SetQuota overrides an account's quota (operators).
+func (c *Client) SetQuota(ctx context.Context, accountID int64, q suanli.Quota) error {
+	return c.do(ctx, c.HTTP, http.MethodPut, "/v1/admin/quota", QuotaRequest{AccountID: accountID, GPUs: q.GPUs, Instances: q.Instances}, nil)
+}

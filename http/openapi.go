@@ -35,6 +35,7 @@ var apiOps = []apiOp{
 	{"POST", "/v1/join-tokens", "A one-time token for `suanli agent --join-token`.", nil, suanli.JoinToken{}},
 	{"GET", "/v1/billing/balance", "Balance, earnings, spend and burn rate.", nil, suanli.Balance{}},
 	{"GET", "/v1/billing/charges", "Itemized charges with totals (instance_id to filter).", nil, suanli.ChargeSummary{}},
+	{"PUT", "/v1/admin/quota", "Override an account's quota (operators; 0 = default).", QuotaRequest{}, QuotaRequest{}},
 	{"POST", "/v1/admin/credit", "Grant credit (operators).", CreditRequest{}, suanli.Balance{}},
 	{"POST", "/v1/quotes", "Itemized quote and pre-flight checks for a rental, reserving nothing.", suanli.QuoteRequest{}, suanli.Quote{}},
 	{"GET", "/v1/budgets", "The caller's budgets with spend, percent and forecast.", nil, BudgetList{}},

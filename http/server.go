@@ -69,9 +69,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
+// Health is the reply of GET /healthz. Time lets agents and `suanli doctor`
+// measure clock skew.
+type Health struct {
+	Status string    `json:"status"`
+	Time   time.Time `json:"time"`
+}
+
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	io.WriteString(w, `{"status":"ok"}`)
+	writeJSON(w, 200, Health{Status: "ok", Time: s.Service.Now().UTC()})
 }
 
 // route wraps an API handler: request id, authentication, latency metric,

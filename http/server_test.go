@@ -58,6 +58,9 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	e.renterID, e.otherID = r.ID, o.ID
+	if err := db.SetAccountQuota(ctx, r.ID, suanli.Quota{GPUs: 8, Instances: 8}); err != nil {
+		t.Fatal(err)
+	}
 	e.op, e.renter, e.other = shttp.NewClient(srv.URL, opKey), shttp.NewClient(srv.URL, rKey), shttp.NewClient(srv.URL, oKey)
 	tok, err := e.renter.CreateJoinToken(ctx, time.Hour)
 	if err != nil {

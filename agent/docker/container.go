@@ -257,7 +257,7 @@ func (r *Runtime) ensureNetwork(ctx context.Context, id int64) (string, error) {
 		return "", err
 	}
 	if len(nets) > 0 {
-		return name, nil
+		return name, r.blockHostNetworks(ctx, id)
 	}
 	opts := client.NetworkCreateOptions{
 		Driver: "bridge",
@@ -266,14 +266,17 @@ func (r *Runtime) ensureNetwork(ctx context.Context, id int64) (string, error) {
 			"com.docker.network.bridge.enable_icc": "false",
 		},
 	}
+	if r.blockHost {
+		opts.Options[bridgeNameOpt] = bridgeName(name)
+	}
 	if !r.pool.IsValid() {
-		_, err = r.cli.NetworkCreate(ctx, name, opts)
+		_, err = r.createNetwork(ctx, name, opts)
 		if err != nil && strings.Contains(err.Error(), "non-overlapping IPv4 address pool") {
 			return "", suanli.Errorf(suanli.ECONFLICT, "instance %d: Docker has no free subnet for another private network: destroy unused instances, set a subnet pool for the agent, or widen default-address-pools in daemon.json", id)
 		} else if err != nil {
 			return "", r.daemonErr(fmt.Sprintf("instance %d: create network %s", id, name), err)
 		}
-		return name, nil
+		return name, r.blockHostNetworks(ctx, id)
 	}
 	// Take the first /28 of the pool that no network uses; another agent
 	// (or a concurrent Ensure) may take it first, then try the next.
@@ -286,9 +289,9 @@ func (r *Runtime) ensureNetwork(ctx context.Context, id int64) (string, error) {
 			continue
 		}
 		opts.IPAM = &network.IPAM{Config: []network.IPAMConfig{{Subnet: sub}}}
-		_, err = r.cli.NetworkCreate(ctx, name, opts)
+		_, err = r.createNetwork(ctx, name, opts)
 		if err == nil {
-			return name, nil
+			return name, r.blockHostNetworks(ctx, id)
 		} else if !strings.Contains(err.Error(), "overlap") {
 			return "", r.daemonErr(fmt.Sprintf("instance %d: create network %s on %s", id, name, sub), err)
 		}
@@ -333,32 +336,73 @@ func (r *Runtime) usedSubnets(ctx context.Context) ([]netip.Prefix, error) {
 	return out, nil
 }
 
-// findNetworks returns the ids of the instance's networks (normally one; an
-// API below 1.44 allows duplicates by name, so all are returned).
-func (r *Runtime) findNetworks(ctx context.Context, id int64) ([]string, error) {
+// bridgeNameOpt is the bridge driver's option naming the Linux bridge.
+const bridgeNameOpt = "com.docker.network.bridge.name"
+
+// createNetwork creates the network and returns its id.
+func (r *Runtime) createNetwork(ctx context.Context, name string, opts client.NetworkCreateOptions) (string, error) {
+	res, err := r.cli.NetworkCreate(ctx, name, opts)
+	if err != nil {
+		return "", err
+	}
+	return res.ID, nil
+}
+
+// findNetworks returns the instance's networks (normally one; an API below
+// 1.44 allows duplicates by name, so all are returned).
+func (r *Runtime) findNetworks(ctx context.Context, id int64) ([]network.Summary, error) {
 	res, err := r.cli.NetworkList(ctx, client.NetworkListOptions{
 		Filters: client.Filters{}.Add("label", LabelInstance+"="+strconv.FormatInt(id, 10)),
 	})
 	if err != nil {
 		return nil, r.daemonErr("list networks", err)
 	}
-	var ids []string
+	var out []network.Summary
 	for _, n := range res.Items {
 		if n.Name == r.networkName(id) && n.Labels[LabelNamespace] == r.ns && n.Labels[LabelManaged] == "true" {
-			ids = append(ids, n.ID)
+			out = append(out, n)
 		}
 	}
-	return ids, nil
+	return out, nil
 }
 
-func (r *Runtime) removeNetwork(ctx context.Context, id int64) error {
-	ids, err := r.findNetworks(ctx, id)
+// bridgeOf is the Linux bridge of a bridge network.
+func bridgeOf(n network.Summary) string {
+	if b := n.Options[bridgeNameOpt]; b != "" {
+		return b
+	}
+	return "br-" + shortID(n.ID)
+}
+
+// blockHostNetworks puts the host-blocking rule on the instance's networks,
+// when the runtime blocks host access.
+func (r *Runtime) blockHostNetworks(ctx context.Context, id int64) error {
+	if !r.blockHost {
+		return nil
+	}
+	nets, err := r.findNetworks(ctx, id)
 	if err != nil {
 		return err
 	}
-	for _, nid := range ids {
-		if _, err := r.cli.NetworkRemove(ctx, nid, client.NetworkRemoveOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
+	for _, n := range nets {
+		if err := r.addHostRule(ctx, bridgeOf(n)); err != nil {
+			return fmt.Errorf("instance %d: block host access: %w", id, err)
+		}
+	}
+	return nil
+}
+
+func (r *Runtime) removeNetwork(ctx context.Context, id int64) error {
+	nets, err := r.findNetworks(ctx, id)
+	if err != nil {
+		return err
+	}
+	for _, n := range nets {
+		if _, err := r.cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
 			return r.daemonErr(fmt.Sprintf("instance %d: remove network", id), err)
+		}
+		if r.blockHost {
+			r.deleteHostRule(ctx, bridgeOf(n))
 		}
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os/exec"
 	"regexp"
 	"runtime"
 	"slices"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/suanli/suanli"
 	"github.com/suanli/suanli/agent/docker"
+	"github.com/suanli/suanli/internal/testreq"
 )
 
 // One instance through its whole life: run, limits, ports, logs, exec,
@@ -302,7 +304,7 @@ func TestArchMismatch(t *testing.T) {
 	if runtime.GOARCH == "arm64" {
 		other = "amd64"
 	}
-	ref := "suanli-test/arch-" + other + ":latest"
+	ref := "suanli-test/arch-" + other + ":" + e.ns
 	// The builder does not run anything for a FROM scratch image, so a
 	// placeholder file is enough: the image's platform is what is checked.
 	if err := BuildImage(ctx, e.cli, ref, "linux/"+other, "FROM scratch\nCOPY t /t\nCMD [\"/t\"]\n",
@@ -522,6 +524,69 @@ func TestReadOnlyRootfs(t *testing.T) {
 	}
 	if hc := ins.Container.HostConfig; !hc.ReadonlyRootfs || hc.PidsLimit == nil || *hc.PidsLimit != 64 {
 		t.Errorf("ReadonlyRootfs, PidsLimit = %v, %v; want true, 64", hc.ReadonlyRootfs, hc.PidsLimit)
+	}
+}
+
+// With BlockHostAccess an instance cannot open connections to the host's
+// own ports (the agent's), while its published ports still work; without
+// it, it can. Remove deletes the rule.
+func TestBlockHostAccess(t *testing.T) {
+	t.Parallel()
+	if out, err := exec.Command("iptables", "-w", "5", "-S", "INPUT").CombinedOutput(); err != nil {
+		testreq.Missing(t, "docker", fmt.Sprintf("iptables not usable (%v: %s): run as root", err, out))
+	}
+	l, err := net.Listen("tcp", ":0") // stands for the agent's own port
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+
+	blocked, open := newEnv(t), newEnv(t)
+	rb := blocked.runtime(func(o *docker.Options) { o.BlockHostAccess = true })
+	ro := open.runtime()
+	MustEnsure(t, rb, blocked.spec(15))
+	MustEnsure(t, ro, open.spec(16))
+	gateway := func(e *testEnv, id int64) string {
+		ins, err := e.cli.ContainerInspect(t.Context(), e.containerName(id), client.ContainerInspectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ins.Container.NetworkSettings.Networks[e.networkName(id)].Gateway.String()
+	}
+	if code, out := execOut(t, ro, 16, "/t", "dial", net.JoinHostPort(gateway(open, 16), port)); code != 0 {
+		t.Fatalf("control: an instance without blocking cannot reach the host port: %s", out)
+	}
+	if code, out := execOut(t, rb, 15, "/t", "dial", net.JoinHostPort(gateway(blocked, 15), port)); code == 0 {
+		t.Errorf("instance with host blocking reached the host's port %s: %s", port, out)
+	}
+	// Published ports are public, so an instance without blocking reaches
+	// another's through the host; with blocking, not even that.
+	po, _ := ro.Ports(t.Context(), 16)
+	if code, out := execOut(t, rb, 15, "/t", "dial", net.JoinHostPort(gateway(blocked, 15), strconv.Itoa(po[8080]))); code == 0 {
+		t.Errorf("instance with host blocking reached another's published port %d through the host: %s", po[8080], out)
+	}
+	ports, _ := rb.Ports(t.Context(), 15)
+	if body := httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/id", ports[8080])); body != "15" {
+		t.Errorf("published port of a blocked instance answered %q, want 15", body)
+	}
+
+	ins, _ := blocked.cli.NetworkInspect(t.Context(), blocked.networkName(15), client.NetworkInspectOptions{})
+	bridge := ins.Network.Options["com.docker.network.bridge.name"]
+	if err := rb.Remove(t.Context(), 15); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("iptables", "-w", "5", "-S", "INPUT").CombinedOutput(); err != nil || bridge == "" || strings.Contains(string(out), bridge) {
+		t.Errorf("after Remove, INPUT still names bridge %q (or none was set): %s", bridge, out)
 	}
 }
 

@@ -85,6 +85,11 @@ type Options struct {
 	// default-address-pools, which hold about 30 networks unless widened
 	// in daemon.json. It must not overlap the host's own networks.
 	SubnetPool string
+	// BlockHostAccess drops new connections from instances to the host's
+	// own addresses (where the agent and the provider's services listen),
+	// with one iptables rule per instance network (see firewall.go). It
+	// needs iptables and root; New fails without them.
+	BlockHostAccess bool
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -101,6 +106,7 @@ type Runtime struct {
 	pidsLimit int64
 	capAdd    []string
 	readOnly  bool
+	blockHost bool
 	now       func() time.Time
 
 	hostOS, hostArch string // the daemon's platform, GOOS/GOARCH spelling
@@ -171,6 +177,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		pidsLimit:     opts.PidsLimit,
 		capAdd:        opts.CapAdd,
 		readOnly:      opts.ReadOnlyRootfs,
+		blockHost:     opts.BlockHostAccess,
 		now:           opts.Now,
 		hostOS:        ver.Os,
 		hostArch:      normalizeArch(ver.Arch),
@@ -204,6 +211,12 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		}
 		r.pool = p.Masked()
 	}
+	if r.blockHost {
+		if err := checkFirewall(ctx); err != nil {
+			cli.Close()
+			return nil, suanli.Errorf(suanli.EUNAVAILABLE, "%v: run the agent as root with iptables installed, or turn host blocking off", err)
+		}
+	}
 	if err := os.MkdirAll(r.dataDir, 0o700); err != nil {
 		cli.Close()
 		return nil, fmt.Errorf("docker runtime data dir: %w", err)
@@ -217,6 +230,12 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	}
 	for _, c := range cs {
 		r.follow(c.id, c.cid)
+		if r.blockHost { // iptables rules do not survive a host reboot; networks do
+			if err := r.blockHostNetworks(ctx, c.id); err != nil {
+				r.Close()
+				return nil, err
+			}
+		}
 	}
 	r.log.Info("docker runtime ready", "daemon", cli.DaemonHost(), "server_version", ver.Version,
 		"api_version", cli.ClientVersion(), "platform", r.hostOS+"/"+r.hostArch,

@@ -152,9 +152,10 @@ Client commands find the server and API key in $SUANLI_HOME/config.json
 		c.GroupID = "rent"
 		root.AddCommand(c)
 	}
-	h := newHostCmd(a)
-	h.GroupID = "host"
-	root.AddCommand(h)
+	for _, c := range []*cobra.Command{newHostCmd(a), newDoctorCmd(a)} {
+		c.GroupID = "host"
+		root.AddCommand(c)
+	}
 	for _, c := range []*cobra.Command{newBillingCmd(a), newBudgetCmd(a), newCostCmd(a), newAdminCmd(a)} {
 		c.GroupID = "money"
 		root.AddCommand(c)
