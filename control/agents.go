@@ -56,6 +56,11 @@ func (s *Service) Sync(ctx context.Context, r *suanli.SyncRequest) (*suanli.Sync
 		AgentVersion: r.AgentVersion, Runtime: r.Runtime, Hardware: r.Hardware}); err != nil {
 		return nil, err
 	}
+	if r.SSH != nil {
+		if err := s.Store.SetMachineSSH(ctx, m.ID, *r.SSH, now); err != nil {
+			return nil, err
+		}
+	}
 	changed := m.Status != suanli.MachineOnline || r.Hardware != nil
 	for _, rep := range r.Instances {
 		c, err := s.applyReport(ctx, m.ID, rep, now)
@@ -210,7 +215,8 @@ func (s *Service) desired(ctx context.Context, machineID int64, r *suanli.SyncRe
 		return nil, err
 	}
 	resp := &suanli.SyncResponse{MachineID: machineID, Version: v, HeartbeatInterval: s.cfg.HeartbeatInterval,
-		LostAfter: s.cfg.LostAfter, ServerTime: s.now(), Instances: []suanli.InstanceSpec{}, Tasks: s.tasks.pending(machineID)}
+		LostAfter: s.cfg.LostAfter, ServerTime: s.now(), Instances: []suanli.InstanceSpec{}, Tasks: s.tasks.pending(machineID),
+		SSHCAKeys: s.sshCAKeys()}
 	resp.LogOffsets, err = s.Store.LogEnds(ctx, machineID)
 	if err != nil {
 		return nil, err

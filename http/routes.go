@@ -327,6 +327,9 @@ func (s *Server) registerAgentRoutes() {
 		if err := decode(r, &req); err != nil {
 			return err
 		}
+		if req.SSH != nil && req.SSH.Host == "" {
+			req.SSH.Host = clientIP(r) // the agent advertises no address: use the one it syncs from
+		}
 		resp, err := s.Service.Sync(r.Context(), &req)
 		if err != nil {
 			return err
