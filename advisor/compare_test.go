@@ -105,7 +105,7 @@ func TestCompare(t *testing.T) {
 			t.Errorf("equivalent %d = %+v, want %+v, 365 days old", i, e, w)
 		}
 	}
-	if !strings.Contains(h.Summary, "6.5% cheaper") || !strings.Contains(h.Summary, "family match") {
+	if !strings.Contains(h.Summary, "6.5% cheaper than the cheapest equivalent") || !strings.Contains(h.Summary, "family match") {
 		t.Errorf("summary %q", h.Summary)
 	}
 	if r := c.Offers[1]; len(r.Equivalents) != 0 || !strings.Contains(r.Summary, "no public-cloud") {

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"log/slog"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/suanli/suanli"
 	"github.com/suanli/suanli/audit"
 	"github.com/suanli/suanli/auth"
+	"github.com/suanli/suanli/auth/sshca"
 	"github.com/suanli/suanli/market"
 	"github.com/suanli/suanli/sqlstore"
 )
@@ -42,6 +44,13 @@ type Config struct {
 	AuditInterval time.Duration
 	// AuditRetention is how long audit entries are kept; default 186 days.
 	AuditRetention time.Duration
+	// ZeroBalanceGrace is how long instances keep running once their
+	// account's balance reaches zero; then they are stopped (never
+	// destroyed). Default 10 minutes.
+	ZeroBalanceGrace time.Duration
+	// LowBalanceHours: warn when the balance covers fewer hours than this
+	// at the current burn rate. Default 24.
+	LowBalanceHours int
 }
 
 func (c *Config) setDefaults() {
@@ -60,6 +69,12 @@ func (c *Config) setDefaults() {
 	if c.SettleInterval <= 0 {
 		c.SettleInterval = 10 * time.Second
 	}
+	if c.ZeroBalanceGrace <= 0 {
+		c.ZeroBalanceGrace = 10 * time.Minute
+	}
+	if c.LowBalanceHours <= 0 {
+		c.LowBalanceHours = 24
+	}
 }
 
 // Service implements the suanli service interfaces over one store. It is
@@ -72,13 +87,24 @@ type Service struct {
 	// Audit is the audit log; the HTTP layer records every mutation in it,
 	// the service its own (lease losses, purges).
 	Audit *audit.Log
-	cfg   Config
+	// SSHAuthority signs SSH certificates (`suanli ssh`); nil: SSH is off and
+	// SignSSHCertificate answers EUNAVAILABLE. Set it before serving.
+	SSHAuthority *sshca.CA
+	cfg          Config
 
 	sealer   *auth.Sealer
 	tokenKey []byte // signs instance tokens
 
-	started time.Time
-	hub     hub
+	started     time.Time
+	lastObserve time.Time // the last lease check, for reliability accounting
+	hub         hub
+	tasks       taskBoard
+	usage       usageTracker
+	// Client makes webhook deliveries; http.DefaultClient with a timeout by default.
+	Client *http.Client
+	// lowSince remembers since when an account's balance has been at or below zero.
+	lowMu    sync.Mutex
+	lowSince map[int64]time.Time
 }
 
 var (
@@ -91,12 +117,14 @@ var (
 	_ suanli.KeyService      = (*Service)(nil)
 	_ suanli.TeamService     = (*Service)(nil)
 	_ suanli.AuditService    = (*Service)(nil)
+	_ suanli.SSHService      = (*Service)(nil)
 )
 
 // New returns a service over store and rebuilds the offer index from it.
 func New(ctx context.Context, store *sqlstore.DB, cfg Config, logger *slog.Logger) (*Service, error) {
 	cfg.setDefaults()
-	s := &Service{Store: store, Index: market.NewIndex(), Logger: logger, Now: time.Now, cfg: cfg}
+	s := &Service{Store: store, Index: market.NewIndex(), Logger: logger, Now: time.Now, cfg: cfg,
+		Client: &http.Client{Timeout: 10 * time.Second}, lowSince: map[int64]time.Time{}}
 	s.started = s.Now()
 	master := cfg.SecretKey
 	if master == nil {
@@ -118,6 +146,13 @@ func New(ctx context.Context, store *sqlstore.DB, cfg Config, logger *slog.Logge
 		return nil, err
 	}
 	return s, nil
+}
+
+// SetClock replaces the service's clock (tests, simulations) and restarts
+// the failover grace from the new clock's now.
+func (s *Service) SetClock(now func() time.Time) {
+	s.Now = now
+	s.started = now()
 }
 
 // Config returns the effective configuration.

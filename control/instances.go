@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/suanli/suanli"
 	"github.com/suanli/suanli/sched"
@@ -21,6 +22,38 @@ const maxPlanAttempts = 3
 func validateCreate(c *suanli.InstanceCreate) error {
 	if c.OfferID <= 0 {
 		return suanli.FieldErrorf("offer_id", "give the id of an offer from `suanli search`")
+	}
+	if c.Template != "" {
+		t, ok := suanli.FindTemplate(c.Template)
+		if !ok {
+			var names []string
+			for _, t := range suanli.Templates {
+				names = append(names, t.Name)
+			}
+			return suanli.FieldErrorf("template", "%q is not a template: use one of %s (suanli templates)", c.Template, strings.Join(names, ", "))
+		}
+		if c.Image == "" {
+			c.Image = t.Image
+		}
+		if c.DiskGB == 0 {
+			c.DiskGB = t.DiskGB
+		}
+		if c.Ports == nil {
+			c.Ports = t.Ports
+		}
+		if c.Cmd == nil {
+			c.Cmd = t.Cmd
+		}
+	}
+	if len(c.Ports) > 32 {
+		return suanli.FieldErrorf("ports", "at most 32 ports")
+	}
+	seen := map[int]bool{}
+	for _, p := range c.Ports {
+		if p < 1 || p > 65535 || seen[p] {
+			return suanli.FieldErrorf("ports", "%d: give distinct TCP ports between 1 and 65535", p)
+		}
+		seen[p] = true
 	}
 	c.Image = strings.TrimSpace(c.Image)
 	if c.Image == "" {
@@ -66,6 +99,23 @@ func validateCreate(c *suanli.InstanceCreate) error {
 	if len(c.Label) > 200 {
 		return suanli.FieldErrorf("label", "longer than 200 characters")
 	}
+	if len(c.Project) > 100 || strings.ContainsAny(c.Project, ":= ") {
+		return suanli.FieldErrorf("project", "%q: up to 100 characters, no spaces, ':' or '='", c.Project)
+	}
+	for k, v := range c.Tags {
+		if k == "" || len(k) > 64 || len(v) > 256 || strings.ContainsAny(k, "=: ") {
+			return suanli.FieldErrorf("tags", "%q=%q: keys are 1-64 characters without '=', ':' or spaces; values up to 256", k, v)
+		}
+	}
+	if len(c.Tags) > 50 {
+		return suanli.FieldErrorf("tags", "at most 50 tags")
+	}
+	if err := c.Guards.Validate(); err != nil {
+		return err
+	}
+	if err := c.Restart.Validate(); err != nil {
+		return err
+	}
 	switch c.RentalType {
 	case "":
 		c.RentalType = suanli.RentalOnDemand
@@ -108,6 +158,9 @@ func (s *Service) CreateInstance(ctx context.Context, c suanli.InstanceCreate) (
 			return nil, suanli.FieldErrorf("allowed_countries", "%s is outside what your account allows (%s)", v, strings.Join(acct.AllowedCountries, ", "))
 		}
 	}
+	if err := s.checkBudgetsForCreate(ctx, p.AccountID, c.Project, c.Tags); err != nil {
+		return nil, err
+	}
 	var lastErr error
 	for attempt := 0; attempt < maxPlanAttempts; attempt++ {
 		in, err := s.tryCreate(ctx, p, acct, c)
@@ -149,6 +202,9 @@ func (s *Service) tryCreate(ctx context.Context, p *suanli.Principal, acct *suan
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checkQuota(ctx, p, gpuCountFor(m, c, gpus), 0); err != nil {
+		return nil, err
+	}
 	req := sched.Request{GPUCount: c.GPUCount, CPUCores: c.CPUCores, DiskGB: c.DiskGB, RentalType: c.RentalType, FeeBP: s.cfg.FeeBasisPoints}
 	if c.Bid != nil {
 		req.Bid = *c.Bid
@@ -157,8 +213,12 @@ func (s *Service) tryCreate(ctx context.Context, p *suanli.Principal, acct *suan
 	if err != nil {
 		return nil, err
 	}
+	if err := s.preflight(ctx, m, c, plan); err != nil {
+		return nil, err
+	}
 	in := &suanli.Instance{
 		AccountID: p.AccountID, MachineID: m.ID, HostID: m.OwnerID, Label: c.Label, Image: c.Image, Cmd: c.Cmd, Env: c.Env,
+		Project: c.Project, Tags: c.Tags, Guards: c.Guards, Restart: c.Restart, Ports: c.Ports, Template: c.Template,
 		DiskGB: c.DiskGB, GPUCount: len(plan.GPUIndexes), GPUIndexes: plan.GPUIndexes, CPUCores: plan.CPUCores,
 		RentalType: c.RentalType, Bid: req.Bid, Rates: plan.Rates, Simulated: m.Simulated,
 		Status: suanli.StatusPending, Desired: suanli.DesiredRunning, StatusMessage: "waiting for the host agent",
@@ -248,6 +308,9 @@ func (s *Service) ownInstance(ctx context.Context, scope string, id int64, self 
 // FindInstanceByID returns one of the caller's instances.
 func (s *Service) FindInstanceByID(ctx context.Context, id int64) (*suanli.Instance, error) {
 	_, in, err := s.ownInstance(ctx, suanli.ScopeInstanceRead, id, true)
+	if err == nil {
+		s.decorate(in)
+	}
 	return in, err
 }
 
@@ -255,14 +318,18 @@ func (s *Service) FindInstanceByID(ctx context.Context, id int64) (*suanli.Insta
 func (s *Service) FindInstances(ctx context.Context, f suanli.InstanceFilter) ([]*suanli.Instance, int, error) {
 	if p := suanli.PrincipalFromContext(ctx); p != nil && p.InstanceID != 0 {
 		f.AccountID, f.ID = &p.AccountID, &p.InstanceID
-		return s.Store.FindInstances(ctx, f, s.now())
+		ins, n, err := s.Store.FindInstances(ctx, f, s.now())
+		s.decorate(ins...)
+		return ins, n, err
 	}
 	p, err := principal(ctx, suanli.ScopeInstanceRead)
 	if err != nil {
 		return nil, 0, err
 	}
 	f.AccountID = &p.AccountID
-	return s.Store.FindInstances(ctx, f, s.now())
+	ins, n, err := s.Store.FindInstances(ctx, f, s.now())
+	s.decorate(ins...)
+	return ins, n, err
 }
 
 // ReportProgress records a workload's note about itself in its instance's
@@ -338,6 +405,16 @@ func (s *Service) StartInstance(ctx context.Context, id int64) (*suanli.Instance
 			}
 		}
 	}
+	if err := s.checkBudgetsForCreate(ctx, in.AccountID, in.Project, in.Tags); err != nil {
+		return nil, err
+	}
+	p, err := principal(ctx, suanli.ScopeInstanceWrite)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkQuota(ctx, p, in.GPUCount, in.ID); err != nil {
+		return nil, err
+	}
 	return s.changeInstance(ctx, id, false, func(in *suanli.Instance) error {
 		if in.Status == suanli.StatusDestroyed {
 			return suanli.Errorf(suanli.ECONFLICT, "instance %d is destroyed", id)
@@ -368,12 +445,13 @@ func (s *Service) changeInstance(ctx context.Context, id int64, self bool, fn fu
 	if err != nil {
 		return nil, err
 	}
-	s.hub.wake(out.MachineID)
-	if err := s.refreshOffer(ctx, out.MachineID); err != nil {
-		s.Logger.Error("refresh offer", "machine_id", out.MachineID, "err", err)
-	}
+	s.afterChange(ctx, out.MachineID)
 	s.Logger.Info("instance changed", "instance_id", id, "status", out.Status, "desired", out.Desired)
-	return s.Store.FindInstanceByID(ctx, id, now)
+	in, err = s.Store.FindInstanceByID(ctx, id, now)
+	if err == nil {
+		s.decorate(in)
+	}
+	return in, err
 }
 
 // InstanceLogs returns up to 256 KiB of an instance's log from offset.
@@ -392,4 +470,34 @@ func (s *Service) InstanceLogs(ctx context.Context, id int64, offset int64) (*su
 
 func storePlacement(in *suanli.Instance, p *sched.Plan) sqlstore.Placement {
 	return sqlstore.Placement{Instance: in, HourlyCost: p.HourlyCost, RAMMB: p.RAMMB}
+}
+
+// PreflightWait bounds how long a create waits for the host's pre-flight check.
+const PreflightWait = time.Minute
+
+// preflight checks, before anything is reserved or billed, that the host
+// can run the request: for the process runtime that a command was given;
+// for the Docker runtime the agent checks the image (architecture, present
+// or pullable, credentials), disk and ports, and its answer is the error.
+func (s *Service) preflight(ctx context.Context, m *suanli.Machine, c suanli.InstanceCreate, plan *sched.Plan) error {
+	switch m.Runtime {
+	case "process":
+		if len(c.Cmd) == 0 {
+			return suanli.FieldErrorf("cmd", "machine %d runs instances as processes (no container runtime): pass the command after -- (suanli create %d --image IMAGE -- CMD ARGS…)", m.ID, m.ID)
+		}
+		return nil
+	case "docker":
+	default:
+		return nil
+	}
+	spec := suanli.InstanceSpec{Desired: suanli.DesiredRunning, Image: c.Image, Cmd: c.Cmd, Env: c.Env, DiskGB: c.DiskGB, Ports: c.Ports,
+		GPUIndexes: plan.GPUIndexes, GPUUUIDs: plan.GPUUUIDs, Simulated: m.Simulated, CPUCores: plan.CPUCores, RAMMB: plan.RAMMB}
+	r, err := s.runTask(ctx, m.ID, suanli.AgentTask{Kind: suanli.TaskPreflight, Spec: &spec, Timeout: PreflightWait}, PreflightWait+10*time.Second)
+	if err != nil {
+		return err
+	}
+	if r.Error != "" {
+		return suanli.Errorf(suanli.EINVALID, "pre-flight on machine %d: %s (nothing was reserved or billed)", m.ID, r.Error)
+	}
+	return nil
 }

@@ -46,6 +46,7 @@ type Server struct {
 	LocalOverview bool
 
 	mux     *http.ServeMux
+	keys    keyLocks
 	reg     *prometheus.Registry
 	latency *prometheus.HistogramVec
 	routes  []Route
@@ -104,6 +105,8 @@ func NewServer(svc *control.Service, logger *slog.Logger) *Server {
 	s.registerMachineRoutes()
 	s.registerBillingRoutes()
 	s.registerAgentRoutes()
+	s.registerSSHRoutes()
+	s.registerCostRoutes()
 	return s
 }
 
@@ -118,9 +121,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
+// Health is the reply of GET /healthz. Time lets agents and `suanli doctor`
+// measure clock skew.
+type Health struct {
+	Status string    `json:"status"`
+	Time   time.Time `json:"time"`
+}
+
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	io.WriteString(w, `{"status":"ok"}`)
+	writeJSON(w, 200, Health{Status: "ok", Time: s.Service.Now().UTC()})
 }
 
 // handle registers a public, unauthenticated page (health, metrics, the
@@ -178,7 +187,7 @@ func (s *Server) route(pattern string, public bool, h func(w http.ResponseWriter
 			r, err = s.authenticate(r, public)
 		}
 		if err == nil {
-			err = h(rw, r)
+			err = s.idempotent(rw, r, h)
 		}
 		if err != nil {
 			if suanli.ErrorCode(err) == suanli.EUNAUTHORIZED && (presented || public) {

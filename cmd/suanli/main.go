@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/advisor/advisecli"
 	shttp "github.com/suanli/suanli/http"
 )
 
@@ -33,12 +34,16 @@ type app struct {
 	apiKey string
 	team   string
 	json   bool
+	caFile string // a CA certificate to pin for an HTTPS server (--ca-file)
 }
 
 // clientConfig is the client's config file (home/config.json, mode 0600).
 type clientConfig struct {
 	Server string `json:"server"`
 	APIKey string `json:"api_key"`
+	// CAPEM pins the server's CA (`suanli server --tls auto` writes it):
+	// HTTPS to the server trusts that CA only.
+	CAPEM string `json:"ca_pem,omitempty"`
 }
 
 func defaultHome() string {
@@ -99,6 +104,7 @@ func (a *app) client() *shttp.Client {
 	if a.team != "" {
 		cl.Team = a.team
 	}
+	a.pinCA(cl, c.CAPEM)
 	return cl
 }
 
@@ -139,6 +145,7 @@ Client commands find the server and API key in $SUANLI_HOME/config.json
 	root.PersistentFlags().StringVar(&a.server, "server", "", "server URL (default from config, SUANLI_SERVER, or http://"+DefaultAddr+")")
 	root.PersistentFlags().StringVar(&a.apiKey, "api-key", "", "API key (default from config or SUANLI_API_KEY)")
 	root.PersistentFlags().StringVar(&a.team, "team", "", "act on this team (id or name) with your role in it; env SUANLI_TEAM")
+	root.PersistentFlags().StringVar(&a.caFile, "ca-file", os.Getenv("SUANLI_CA_FILE"), "CA certificate to trust for an HTTPS server (default: the CA pinned in the config); env SUANLI_CA_FILE")
 	root.AddGroup(&cobra.Group{ID: "run", Title: "Run Suanli:"}, &cobra.Group{ID: "rent", Title: "Rent:"},
 		&cobra.Group{ID: "host", Title: "Provide:"}, &cobra.Group{ID: "money", Title: "Pay:"},
 		&cobra.Group{ID: "access", Title: "Access and audit:"})
@@ -146,20 +153,27 @@ Client commands find the server and API key in $SUANLI_HOME/config.json
 		c.GroupID = "run"
 		root.AddCommand(c)
 	}
-	for _, c := range []*cobra.Command{newSearchCmd(a), newCreateCmd(a), newLsCmd(a), newShowCmd(a), newLogsCmd(a),
-		newStateCmd(a, "stop"), newStateCmd(a, "start"), newStateCmd(a, "destroy")} {
+	for _, c := range []*cobra.Command{newSearchCmd(a), newQuoteCmd(a), newCreateCmd(a), newLsCmd(a), newShowCmd(a), newLogsCmd(a),
+		newStateCmd(a, "stop"), newStateCmd(a, "start"), newStateCmd(a, "destroy"), newExecCmd(a), newTopCmd(a), newTemplatesCmd(a),
+		newSSHCmd(a), newSSHKeysCmd(a), newAllowlistCmd(a)} {
 		c.GroupID = "rent"
 		root.AddCommand(c)
 	}
-	h := newHostCmd(a)
-	h.GroupID = "host"
-	root.AddCommand(h)
-	for _, c := range []*cobra.Command{newBillingCmd(a), newAdminCmd(a)} {
+	for _, c := range []*cobra.Command{newHostCmd(a), newDoctorCmd(a)} {
+		c.GroupID = "host"
+		root.AddCommand(c)
+	}
+	for _, c := range []*cobra.Command{newBillingCmd(a), newBudgetCmd(a), newCostCmd(a), newAdminCmd(a)} {
 		c.GroupID = "money"
 		root.AddCommand(c)
 	}
 	for _, c := range []*cobra.Command{newKeysCmd(a), newAuthCmd(a), newTeamsCmd(a), newAccountCmd(a), newAuditCmd(a), newProgressCmd(a)} {
 		c.GroupID = "access"
+		root.AddCommand(c)
+	}
+	root.AddGroup(&cobra.Group{ID: "advise", Title: "Advise:"})
+	for _, c := range advisecli.Commands(func(context.Context) (suanli.OfferService, error) { return a.client(), nil }) {
+		c.GroupID = "advise"
 		root.AddCommand(c)
 	}
 	return root
@@ -170,6 +184,10 @@ func main() {
 	defer stop()
 	root := newRootCmd()
 	if err := root.ExecuteContext(ctx); err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			os.Exit(ee.code) // a remote command's exit code, already explained by its output
+		}
 		fmt.Fprintln(os.Stderr, "error:", errorText(err))
 		os.Exit(exitCode(err))
 	}

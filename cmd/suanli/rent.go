@@ -121,9 +121,10 @@ func newCreateCmd(a *app) *cobra.Command {
 	var c suanli.InstanceCreate
 	var env, secretEnv, allowed []string
 	var bid, regUser, regServer string
-	var jsonOut bool
+	var jsonOut, dryRun bool
+	var g guardFlags
 	cmd := &cobra.Command{
-		Use:   "create OFFER --image IMAGE [flags] [-- CMD ARGS...]",
+		Use:   "create OFFER (--image IMAGE | --template NAME) [flags] [-- CMD ARGS...]",
 		Short: "Rent an offer and run an image (and command) on it",
 		Long: `Rent an offer from 'suanli search' and run IMAGE on it. Everything after
 -- is the command. By default you rent every free GPU of the offer,
@@ -132,7 +133,12 @@ the disk from creation until destroy (stopped included).
 
 With --bid the rental is interruptible: cheaper, but a higher bid or an
 on-demand rental can preempt it (it gets SIGTERM and a grace period, then is
-stopped — never destroyed).`,
+stopped — never destroyed).
+
+Ghost-spend guards are on by default: an instance idle (CPU and GPU under
+5%) for 60 minutes is stopped (--idle-stop 30m, or off). Add --ttl 8h to stop
+it 8 hours after it starts, --stop-window "Mon-Fri 22:00-06:00" for nights.
+--dry-run prints the itemized quote and pre-flight checks instead.`,
 		Example: `  suanli create 3 --image ubuntu:24.04 -- sh -c 'nvidia-smi; sleep 3600'
   suanli create 3 --image pytorch/pytorch --gpus 1 --disk 50 --env WANDB_MODE=offline --label train-1
   suanli create 3 --image ubuntu:24.04 --bid 0.25 -- ./train.sh`,
@@ -194,6 +200,21 @@ stopped — never destroyed).`,
 				}
 				c.Bid = &m
 			}
+			if err := g.apply(&c); err != nil {
+				return err
+			}
+			if dryRun {
+				q, err := a.client().Quote(cmd.Context(), suanli.QuoteRequest{InstanceCreate: c, Hours: 1})
+				if err != nil {
+					return err
+				}
+				if jsonOut {
+					return a.printJSON(cmd, q)
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), "dry run: nothing was rented")
+				printQuote(cmd.OutOrStdout(), q, 1)
+				return nil
+			}
 			in, err := a.client().CreateInstance(cmd.Context(), c)
 			if err != nil {
 				return err
@@ -208,7 +229,9 @@ stopped — never destroyed).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&c.Image, "image", "", "Docker image to run (required)")
+	f.StringVar(&c.Image, "image", "", "Docker image to run (required unless --template gives one)")
+	f.StringVar(&c.Template, "template", "", "a preset with image, disk, ports and command (suanli templates)")
+	f.IntSliceVarP(&c.Ports, "port", "p", nil, "container TCP port to publish (repeatable); the host port is in show and in SUANLI_TCP_PORT_<n>")
 	f.Int64Var(&c.DiskGB, "disk", suanli.DefaultDiskGB, "disk size in GB")
 	f.IntVar(&c.GPUCount, "gpus", 0, "GPUs to rent (default: every free GPU of the offer)")
 	f.IntVar(&c.CPUCores, "cpus", 0, "CPU cores to rent on a CPU-only offer (default: all free)")
@@ -220,6 +243,8 @@ stopped — never destroyed).`,
 	f.StringVar(&c.Label, "label", "", "a label to recognise the instance")
 	f.StringVar(&bid, "bid", "", "rent interruptible at this price per hour for the whole instance (e.g. 0.25)")
 	f.BoolVar(&jsonOut, "json", false, "print the new instance as JSON")
+	f.BoolVar(&dryRun, "dry-run", false, "print the itemized quote and pre-flight checks; rent nothing")
+	g.register(cmd)
 	return cmd
 }
 
@@ -323,11 +348,46 @@ func newShowCmd(a *app) *cobra.Command {
 			if len(in.Allowed) > 0 {
 				row("may run in", strings.Join(in.Allowed, ", "))
 			}
+			for _, p := range in.Ports {
+				if hp, ok := in.PortMap[p]; ok {
+					row("port", fmt.Sprintf("%d/tcp → host port %d", p, hp))
+				} else {
+					row("port", fmt.Sprintf("%d/tcp (not mapped yet)", p))
+				}
+			}
 			row("rates", fmt.Sprintf("%s/h compute, %s/GB-month disk (%s/h, also while stopped), %s/GB out, %s/GB in",
 				in.Rates.ComputePerHour.Decimal(), in.Rates.StoragePerMonth.Decimal(), in.Rates.StoragePerHour(in.DiskGB).Decimal(),
 				in.Rates.InetUpPerGB.Decimal(), in.Rates.InetDownPerGB.Decimal()))
 			row("cost so far", in.CostSoFar.String())
 			row("burn rate", in.BurnRate.String()+"/h")
+			row("guards", describeGuards(in.Guards))
+			if r := in.Restart; r.Policy != "" || r.Recover != "" {
+				desc := "restart " + orDefault(r.Policy, "never")
+				if r.Policy != "" && r.Policy != suanli.RestartNever {
+					desc += fmt.Sprintf(" (max %d)", orDefaultInt(r.MaxRestarts, suanli.DefaultMaxRestarts))
+				}
+				if r.Recover != "" {
+					desc += "; recover " + r.Recover
+				}
+				row("job", fmt.Sprintf("%s; %d restarts, %d relaunches elsewhere", desc, in.Restarts, in.Moves))
+			}
+			if in.Project != "" {
+				row("project", in.Project)
+			}
+			if len(in.Tags) > 0 {
+				var kv []string
+				for k, v := range in.Tags {
+					kv = append(kv, k+"="+v)
+				}
+				slices.Sort(kv)
+				row("tags", strings.Join(kv, " "))
+			}
+			if tm := in.Telemetry; tm != nil {
+				row("utilisation", fmt.Sprintf("CPU %.0f%%, %d MB RAM, GPU %.0f%%, %d MB VRAM", tm.CPUPercent, tm.MemoryMB, tm.GPUUtilPercent, tm.GPUMemoryMB))
+			}
+			for _, h := range in.Hints {
+				row("hint", h)
+			}
 			row("created", in.CreatedAt.Local().Format(time.DateTime))
 			if in.ExitCode != nil {
 				row("exit code", strconv.Itoa(*in.ExitCode))
@@ -346,13 +406,6 @@ func newShowCmd(a *app) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
 	return cmd
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 func orCPU(s string) string {
@@ -453,5 +506,47 @@ func newStateCmd(a *app, verb string) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the instance as JSON")
+	return cmd
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func orDefaultInt(n, def int) int {
+	if n == 0 {
+		return def
+	}
+	return n
+}
+
+func newTemplatesCmd(a *app) *cobra.Command {
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "templates",
+		Short: "Presets for create: image, recommended disk, ports and start command",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if jsonOut {
+				return a.printJSON(cmd, suanli.Templates)
+			}
+			t := table(cmd.OutOrStdout())
+			fmt.Fprintln(t, "NAME\tIMAGE\tDISK\tPORTS\tGPU\tDESCRIPTION")
+			for _, tp := range suanli.Templates {
+				gpu := "-"
+				if tp.NeedsGPU {
+					gpu = "yes"
+				}
+				fmt.Fprintf(t, "%s\t%s\t%d GB\t%v\t%s\t%s\n", tp.Name, tp.Image, tp.DiskGB, tp.Ports, gpu, tp.Description)
+			}
+			t.Flush()
+			fmt.Fprintln(cmd.OutOrStdout(), "\nuse: suanli create OFFER --template NAME [--disk GB] [-- CMD]")
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
 	return cmd
 }
