@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -258,6 +259,33 @@ func (s *Service) tryCreate(ctx context.Context, p *suanli.Principal, acct *suan
 // secretsPurpose binds an instance's sealed secrets to its account.
 func secretsPurpose(accountID int64) string {
 	return fmt.Sprintf("instance secrets of account %d", accountID)
+}
+
+// sealedPrefix marks a text column that holds a sealed secret.
+const sealedPrefix = "sealed:v1:"
+
+// sealText seals a secret for a text column (a budget's webhook secret).
+func (s *Service) sealText(plain, purpose string) string {
+	return sealedPrefix + base64.RawStdEncoding.EncodeToString(s.sealer.Seal([]byte(plain), purpose))
+}
+
+// openText opens what sealText returned; a value stored before secrets
+// were sealed comes back as it is.
+func (s *Service) openText(v, purpose string) (string, error) {
+	rest, ok := strings.CutPrefix(v, sealedPrefix)
+	if !ok {
+		return v, nil
+	}
+	b, err := base64.RawStdEncoding.DecodeString(rest)
+	if err != nil {
+		return "", err
+	}
+	plain, err := s.sealer.Open(b, purpose)
+	return string(plain), err
+}
+
+func webhookPurpose(accountID int64) string {
+	return fmt.Sprintf("budget webhook secret of account %d", accountID)
 }
 
 // openSecrets returns an instance's secrets in the clear (for its agent).

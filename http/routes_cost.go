@@ -36,7 +36,7 @@ func (s *Server) registerCostRoutes() {
 			return err
 		}
 		return writeJSON(w, 200, out)
-	})
+	}, unaudited) // a read sent with POST
 	s.route("GET /v1/budgets", false, func(w http.ResponseWriter, r *http.Request) error {
 		bs, err := s.Service.FindBudgets(r.Context())
 		if err != nil {

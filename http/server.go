@@ -70,9 +70,9 @@ type routeOpt func(*Route)
 // limited marks a login or key route: rate-limited per client address.
 func limited(r *Route) { r.Limited = true }
 
-// unaudited marks a mutating route that is not recorded: the agent's
-// heartbeat (it would flood the log; what it changes is recorded in
-// instance events), and searches sent with POST.
+// unaudited marks a POST route that is not recorded: the agent's heartbeat
+// (it would flood the log; what it changes is recorded in instance
+// events), and reads sent with POST (searches, quotes).
 func unaudited(r *Route) { r.Audited = false }
 
 // Routes returns the route table: every pattern the server answers, in

@@ -3,6 +3,7 @@ package http_test
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"database/sql"
 	"fmt"
 	"io"
@@ -19,9 +20,11 @@ import (
 
 	"github.com/suanli/suanli"
 	"github.com/suanli/suanli/auth"
+	"github.com/suanli/suanli/auth/sshca"
 	"github.com/suanli/suanli/control"
 	shttp "github.com/suanli/suanli/http"
 	"github.com/suanli/suanli/sqlstore"
+	"golang.org/x/crypto/ssh"
 )
 
 // clock is a fake clock shared by the service, the audit log and the
@@ -64,6 +67,8 @@ type world struct {
 	opKey, victimKey                   string
 
 	machineID, instanceID, teamID, keyID, invitationID int64
+	sshKeyID, allowID                                  int64
+	sshPublicKey                                       string
 	instanceToken                                      string
 
 	// planted are strings only the victim's data holds: none may reach
@@ -89,7 +94,10 @@ func newWorld(t *testing.T) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc.Now = w.clock.Now
+	svc.SetClock(w.clock.Now)
+	if svc.SSHAuthority, err = sshca.LoadOrCreate(filepath.Join(dir, "ssh_ca")); err != nil {
+		t.Fatal(err)
+	}
 	w.svc = svc
 	w.api = shttp.NewServer(svc, logger)
 	w.api.Limiter = &auth.RateLimiter{Rate: 1e6, Burst: 1e6, Now: w.clock.Now}
@@ -154,6 +162,23 @@ func newWorld(t *testing.T) *world {
 	w.keyID = k.ID
 	tmp, err := w.victim.CreateToken(ctx, suanli.TokenCreate{Scopes: []string{suanli.ScopeBillingRead}})
 	must(t, err)
+
+	pub, _, err := ed25519.GenerateKey(nil)
+	must(t, err)
+	sp, err := ssh.NewPublicKey(pub)
+	must(t, err)
+	w.sshPublicKey = strings.TrimSpace(string(ssh.MarshalAuthorizedKey(sp)))
+	sk, err := w.victim.AddSSHKey(ctx, "victim-ssh-"+tag, w.sshPublicKey)
+	must(t, err)
+	w.sshKeyID = sk.ID
+	an, err := w.victim.AddAllowedNetwork(ctx, "192.0.2.0/24", "victim-net-"+tag)
+	must(t, err)
+	w.allowID = an.ID
+	budgetSecret := "planted-webhook-secret-" + tag
+	_, err = w.victim.SetBudget(ctx, suanli.Budget{Name: "victim-budget-" + tag, Amount: suanli.Dollars(40), WebhookURL: "http://127.0.0.1:1/hook", WebhookSecret: budgetSecret})
+	must(t, err)
+	w.planted = append(w.planted, "victim-ssh-"+tag, "victim-net-"+tag, "victim-budget-"+tag)
+	w.secrets = append(w.secrets, budgetSecret)
 	w.secrets = append(w.secrets, k.Secret, tmp.Secret, w.instanceToken)
 	return w
 }
@@ -312,5 +337,8 @@ func (w *world) view() string {
 	add(w.victim.Balance(ctx))
 	add(w.victim.FindCharges(ctx, suanli.ChargeFilter{}))
 	add(w.victim.Me(ctx))
+	add(w.victim.FindSSHKeys(ctx))
+	add(w.victim.FindAllowedNetworks(ctx))
+	add(w.victim.FindBudgets(ctx))
 	return fmt.Sprintf("%+v", jsonOf(parts))
 }
