@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 
@@ -80,11 +82,6 @@ func (r *Runtime) create(ctx context.Context, spec suanli.InstanceSpec) error {
 	for _, w := range res.Warnings {
 		r.log.Warn("container create warning", "instance_id", spec.ID, "warning", w)
 	}
-	if spec.Token != "" {
-		if err := r.copyToken(ctx, res.ID, spec.Token); err != nil {
-			return r.daemonErr(fmt.Sprintf("instance %d: write token", spec.ID), err)
-		}
-	}
 	r.log.Info("container created", "instance_id", spec.ID, "container", shortID(res.ID),
 		"image", spec.Image, "ports", formatPorts(zipPorts(ports, hostPorts)),
 		"duration", r.now().Sub(start).Round(time.Millisecond))
@@ -151,6 +148,13 @@ func (r *Runtime) createOptions(spec suanli.InstanceSpec, netName string, ports,
 	if r.readOnly {
 		hc.ReadonlyRootfs = true
 		hc.Tmpfs = map[string]string{"/tmp": "rw,nosuid,nodev", "/run": "rw,nosuid,nodev"}
+	}
+	if spec.Token != "" {
+		// The token file lives on an anonymous volume of its own: the
+		// archive API can write there even when the root filesystem is
+		// read-only (it cannot write into a tmpfs), and it goes with the
+		// container.
+		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeVolume, Target: path.Dir(TokenFile)})
 	}
 	if spec.CPUCores > 0 {
 		cores := int64(spec.CPUCores)

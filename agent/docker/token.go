@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"path"
 	"time"
 
 	"github.com/moby/moby/client"
@@ -16,8 +17,10 @@ import (
 const TokenFile = "/run/suanli/token"
 
 // WriteToken replaces the instance's token file inside its container
-// (agent.TokenWriter). The container may be running or stopped; an
-// instance without a container yet is an error (its create writes it).
+// (agent.TokenWriter). Ensure writes it when it starts the container; an
+// instance without a container yet is an error. With a read-only root
+// filesystem the container must be running (its token volume is mounted
+// then); otherwise the next start writes it.
 func (r *Runtime) WriteToken(ctx context.Context, id int64, token string) error {
 	c, err := r.inspect(ctx, id)
 	if err != nil {
@@ -30,17 +33,13 @@ func (r *Runtime) WriteToken(ctx context.Context, id int64, token string) error 
 }
 
 // copyToken writes TokenFile into a container through the Engine's archive
-// API: no exec, no bind mount, so it works on a stopped container too. The
-// file is readable by any user in the container, which is one tenant's.
+// API (no exec, no bind mount) onto the container's token volume. The file
+// is readable by any user in the container, which is one tenant's.
 func (r *Runtime) copyToken(ctx context.Context, containerID, token string) error {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	now := time.Now()
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: "run/suanli/", Mode: 0o755, ModTime: now}); err != nil {
-		return err
-	}
 	body := []byte(token + "\n")
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "run/suanli/token", Mode: 0o644, Size: int64(len(body)), ModTime: now}); err != nil {
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: path.Base(TokenFile), Mode: 0o644, Size: int64(len(body)), ModTime: time.Now()}); err != nil {
 		return err
 	}
 	if _, err := tw.Write(body); err != nil {
@@ -49,6 +48,6 @@ func (r *Runtime) copyToken(ctx context.Context, containerID, token string) erro
 	if err := tw.Close(); err != nil {
 		return err
 	}
-	_, err := r.cli.CopyToContainer(ctx, containerID, client.CopyToContainerOptions{DestinationPath: "/", Content: &buf})
+	_, err := r.cli.CopyToContainer(ctx, containerID, client.CopyToContainerOptions{DestinationPath: path.Dir(TokenFile), Content: &buf})
 	return err
 }

@@ -3,14 +3,22 @@ package docker_test
 import (
 	"strings"
 	"testing"
+
+	"github.com/suanli/suanli/agent/docker"
 )
 
 // The instance token reaches the workload in its environment at start and
 // in SUANLI_TOKEN_FILE, which WriteToken refreshes in the running container.
 func TestInstanceToken(t *testing.T) {
 	t.Parallel()
+	for name, ro := range map[string]bool{"writable rootfs": false, "read-only rootfs": true} {
+		t.Run(name, func(t *testing.T) { testInstanceToken(t, ro) })
+	}
+}
+
+func testInstanceToken(t *testing.T, readOnly bool) {
 	e := newEnv(t)
-	r := e.runtime()
+	r := e.runtime(func(o *docker.Options) { o.ReadOnlyRootfs = readOnly })
 	spec := e.spec(1)
 	spec.Token = "sl_inst_first"
 	MustEnsure(t, r, spec)
