@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/console"
 	"github.com/suanli/suanli/control"
 	shttp "github.com/suanli/suanli/http"
 	"github.com/suanli/suanli/sqlstore"
@@ -123,6 +124,13 @@ func startControlPlane(ctx context.Context, a *app, c serverConfig, logger *slog
 		return nil, err
 	}
 	api := shttp.NewServer(svc, logger)
+	web, err := console.New(console.Config{Service: svc, Logger: logger})
+	if err != nil {
+		ln.Close()
+		store.Close()
+		return nil, err
+	}
+	web.Register(api.Mux())
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
 		WriteTimeout: 2*c.Heartbeat + time.Minute, IdleTimeout: 2 * time.Minute}
 	r := &running{svc: svc, store: store, srv: srv, url: url, operator: op, done: make(chan struct{})}

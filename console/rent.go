@@ -1,0 +1,153 @@
+package console
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/suanli/suanli"
+)
+
+// rentInputs are the create form's inputs, as typed. Input names are the
+// API's field names, so a service error's Field marks the right input.
+type rentInputs struct {
+	Image, Label, Cmd, Env, Disk, GPUs, Cores, Type, Bid string
+}
+
+func readRentInputs(v url.Values) rentInputs {
+	return rentInputs{Image: v.Get("image"), Label: v.Get("label"), Cmd: v.Get("cmd"), Env: v.Get("env"), Disk: v.Get("disk_gb"),
+		GPUs: v.Get("num_gpus"), Cores: v.Get("cpu_cores"), Type: v.Get("rental_type"), Bid: v.Get("bid")}
+}
+
+// parseEnv reads NAME=value lines; blank lines and lines starting with #
+// are skipped. The service checks the names.
+func parseEnv(text string) (map[string]string, error) {
+	env := map[string]string{}
+	for i, line := range strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n") {
+		t := strings.TrimSpace(line)
+		if t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(t, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, suanli.FieldErrorf("env", "line %d: %q is not NAME=value", i+1, t)
+		}
+		env[strings.TrimSpace(k)] = v
+	}
+	return env, nil
+}
+
+// create turns the inputs into a rental request for offer id. Errors are
+// EINVALID naming the input.
+func (in rentInputs) create(offerID int64) (suanli.InstanceCreate, error) {
+	c := suanli.InstanceCreate{OfferID: offerID, Image: in.Image, Label: strings.TrimSpace(in.Label), RentalType: in.Type}
+	if cmd := strings.TrimSpace(in.Cmd); cmd != "" {
+		c.Cmd = []string{"sh", "-c", strings.ReplaceAll(cmd, "\r\n", "\n")}
+	}
+	env, err := parseEnv(in.Env)
+	if err != nil {
+		return c, err
+	}
+	if len(env) > 0 {
+		c.Env = env
+	}
+	if c.DiskGB, err = parseInt("disk_gb", in.Disk, 0); err != nil {
+		return c, err
+	}
+	gpus, err := parseInt("num_gpus", in.GPUs, 0)
+	if err != nil {
+		return c, err
+	}
+	cores, err := parseInt("cpu_cores", in.Cores, 0)
+	if err != nil {
+		return c, err
+	}
+	c.GPUCount, c.CPUCores = int(max(min(gpus, 1<<20), -1)), int(max(min(cores, 1<<20), -1))
+	if in.Type == suanli.RentalInterruptible {
+		if strings.TrimSpace(in.Bid) == "" {
+			return c, suanli.FieldErrorf("bid", "an interruptible rental needs a bid per hour for the whole instance, such as 0.30")
+		}
+		b, err := suanli.ParseMoney(in.Bid)
+		if err != nil {
+			return c, suanli.FieldErrorf("bid", "%v", err)
+		}
+		c.Bid = &b
+	}
+	return c, nil
+}
+
+// rentPage is the create template's data.
+type rentPage struct {
+	Offer     *suanli.Offer
+	In        rentInputs
+	Error     *fieldError
+	GPUChoice []int
+	Quote     *quote // per-hour figures for the chosen size; nil when the inputs do not price
+}
+
+func (c *Console) renderRent(w http.ResponseWriter, r *http.Request, s *session, status int, o *suanli.Offer, in rentInputs, fe *fieldError) {
+	p := rentPage{Offer: o, In: in, Error: fe, GPUChoice: gpuChoices(o)}
+	gpus, _ := strconv.Atoi(in.GPUs)
+	disk, _ := strconv.ParseInt(in.Disk, 10, 64)
+	qr := quoteRequest{GPUs: gpus, DiskGB: disk, RunHours: 1, RentalType: in.Type}
+	if in.Type == suanli.RentalInterruptible {
+		qr.Bid, _ = suanli.ParseMoney(in.Bid)
+	}
+	p.Quote, _ = newQuote(o, qr, c.svc.Config().FeeBasisPoints)
+	c.render(w, r, status, "rent.html", &view{Title: "Rent offer " + strconv.FormatInt(o.ID, 10), Nav: "offers", sess: s, Page: p})
+}
+
+// handleRentForm shows the create form for an offer, prefilled from the
+// quote the renter was looking at.
+func (c *Console) handleRentForm(w http.ResponseWriter, r *http.Request, s *session) error {
+	id, err := pathID(r, "offer")
+	if err != nil {
+		return err
+	}
+	in := readRentInputs(r.URL.Query())
+	disk, _ := strconv.ParseInt(in.Disk, 10, 64)
+	o, err := c.findOffer(r, id, disk)
+	if err != nil {
+		return err
+	}
+	if in.Disk == "" {
+		in.Disk = strconv.Itoa(suanli.DefaultDiskGB)
+	}
+	if in.Type == "" {
+		in.Type = suanli.RentalOnDemand
+	}
+	c.renderRent(w, r, s, http.StatusOK, o, in, nil)
+	return nil
+}
+
+// handleRent creates the instance and goes to its page; on an error the
+// form comes back with the service's message next to the input it names.
+func (c *Console) handleRent(w http.ResponseWriter, r *http.Request, s *session) error {
+	id, err := pathID(r, "offer")
+	if err != nil {
+		return err
+	}
+	in := readRentInputs(r.PostForm)
+	req, err := in.create(id)
+	var inst *suanli.Instance
+	if err == nil {
+		inst, err = c.svc.CreateInstance(r.Context(), req)
+	}
+	if err != nil {
+		fe := formError(err)
+		if fe == nil {
+			return err
+		}
+		disk, _ := strconv.ParseInt(in.Disk, 10, 64)
+		o, oerr := c.findOffer(r, id, disk)
+		if oerr != nil {
+			return err // the offer is gone: show why the rental failed
+		}
+		c.renderRent(w, r, s, statusOf(err), o, in, fe)
+		return nil
+	}
+	c.log.Info("console rental", "instance_id", inst.ID, "account_id", s.accountID)
+	redirect(w, r, withNotice("/instances/"+strconv.FormatInt(inst.ID, 10), "created"))
+	return nil
+}
