@@ -319,5 +319,3 @@ func TestFormErrorsNameTheField(t *testing.T) {
 		t.Errorf("bad filter: %d\n%s", r.status, r.body)
 	}
 }
-
-
