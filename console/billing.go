@@ -67,18 +67,18 @@ type billingPage struct {
 func runway(balance, burn suanli.Money) string {
 	switch {
 	case burn <= 0:
-		return "nothing is running up charges now"
+		return "Nothing is running up charges now"
 	case balance <= 0:
-		return "the balance is used up: add credit, or running instances will be stopped"
+		return "The balance is used up: add credit, or running instances will be stopped"
 	}
 	h := int64(balance / burn)
 	switch {
 	case h < 1:
-		return "less than an hour at the current burn rate"
+		return "The balance lasts less than an hour at the current burn rate"
 	case h < 72:
-		return "about " + plural(int(h), "hour", "hours") + " at the current burn rate"
+		return "The balance lasts about " + plural(int(h), "hour", "hours") + " at the current burn rate"
 	}
-	return "about " + plural(int(h/24), "day", "days") + " at the current burn rate"
+	return "The balance lasts about " + plural(int(h/24), "day", "days") + " at the current burn rate"
 }
 
 func (c *Console) handleBilling(w http.ResponseWriter, r *http.Request, s *session) error {

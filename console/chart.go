@@ -89,7 +89,7 @@ func spendChart(days []dayTotal, title string) template.HTML {
 			label := d.Day.Format("Mon Jan 2") + ": " + d.Amount.String()
 			fmt.Fprintf(&b, `<rect class="bar" x="%d" y="%d" width="%d" height="%d"><title>%s</title></rect>`,
 				x, chartTop+plotH-h, bw, h, html.EscapeString(label))
-			if i%7 == 0 || i == len(days)-1 {
+			if (len(days)-1-i)%7 == 0 { // weekly, ending on the last day
 				fmt.Fprintf(&b, `<text class="axis" x="%d" y="%d" text-anchor="middle">%s</text>`, x+bw/2, chartH-8, d.Day.Format("Jan 2"))
 			}
 		}

@@ -150,16 +150,17 @@ type column struct {
 	URL   string // the page sorted by this column (the other way when it already is)
 	Sort  string // aria-sort: ascending, descending, or ""
 	Num   bool   // right-aligned
+	Opt   bool   // hidden on narrow screens
 }
 
 var offerColumns = []struct {
 	label, key string
-	num        bool
+	num, opt   bool
 }{
-	{"ID", "id", true}, {"GPU", "gpu_name", false}, {"VRAM", "gpu_ram", true}, {"CPU", "cpu_cores", true},
-	{"RAM", "cpu_ram", true}, {"Disk", "disk_space", true}, {"Net ↓/↑", "inet_down", true},
-	{"Reliability", "reliability", true}, {"Region", "region", false}, {"DLPerf/$", "dlperf_per_dphtotal", true},
-	{"Min bid", "min_bid", true}, {"Price", "dph", true},
+	{"ID", "id", true, false}, {"GPU", "gpu_name", false, false}, {"VRAM", "gpu_ram", true, false}, {"CPU", "cpu_cores", true, true},
+	{"RAM", "cpu_ram", true, true}, {"Disk", "disk_space", true, true}, {"Net ↓/↑", "inet_down", true, true},
+	{"Reliability", "reliability", true, true}, {"Region", "region", false, true}, {"DLPerf/$", "dlperf_per_dphtotal", true, true},
+	{"Min bid", "min_bid", true, true}, {"Price", "dph", true, false},
 }
 
 func (f offerFilters) columns() []column {
@@ -178,7 +179,7 @@ func (f offerFilters) columns() []column {
 	}
 	var cols []column
 	for _, oc := range offerColumns {
-		col := column{Label: oc.label, Key: oc.key, Num: oc.num}
+		col := column{Label: oc.label, Key: oc.key, Num: oc.num, Opt: oc.opt}
 		next := oc.key
 		if oc.key == first {
 			col.Sort = "ascending"

@@ -38,6 +38,8 @@ var funcs = template.FuncMap{
 	"join":        strings.Join,
 	"gpuLabel":    gpuLabel,
 	"withQuery":   withQuery,
+	"shell":       shellQuote,
+	"mbGB":        func(mb int64) string { return formatNum(float64(mb) / 1024) },
 }
 
 // withQuery returns path?query (path alone when query is empty); templates
@@ -49,15 +51,28 @@ func withQuery(path, query string) string {
 	return path + "?" + query
 }
 
-// formatNum shows a float with at most one decimal, and none when whole.
+// formatNum shows a float with at most one decimal, and none when it
+// rounds to a whole number (23.99 GB of VRAM is "24").
 func formatNum(f float64) string {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return "—"
 	}
-	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
-		return strconv.FormatInt(int64(f), 10)
+	s := strconv.FormatFloat(f, 'f', 1, 64)
+	return strings.TrimSuffix(s, ".0")
+}
+
+// shellQuote writes a command as a shell would read it back, quoting the
+// arguments that need it.
+func shellQuote(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,+@%") == "" {
+			out[i] = a
+			continue
+		}
+		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 	}
-	return strconv.FormatFloat(f, 'f', 1, 64)
+	return strings.Join(out, " ")
 }
 
 // statusClass groups statuses into the few colours the CSS knows.

@@ -8,6 +8,14 @@
 
   var dialog = document.getElementById("confirm-dialog");
 
+  // A notice ("Instance created") is for the page that follows the form:
+  // drop it from the address so that a reload does not show it again.
+  if (location.search.indexOf("notice=") >= 0 && window.history.replaceState) {
+    var u = new URL(location.href);
+    u.searchParams.delete("notice");
+    history.replaceState(null, "", u.pathname + u.search + u.hash);
+  }
+
   // Forms marked data-confirm ask in a dialog first. Without the dialog
   // (old browser) the form posts unconfirmed and the server asks instead.
   document.querySelectorAll("form[data-confirm]").forEach(function (form) {
