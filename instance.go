@@ -56,6 +56,9 @@ type Instance struct {
 	MachineID     int64             `json:"machine_id"`
 	HostID        int64             `json:"host_id"` // the provider's account
 	Label         string            `json:"label,omitempty"`
+	Project       string            `json:"project,omitempty"`
+	Tags          map[string]string `json:"tags,omitempty"`
+	Guards        Guards            `json:"guards"`
 	Image         string            `json:"image"`
 	Cmd           []string          `json:"cmd,omitempty"`
 	Env           map[string]string `json:"env,omitempty"`
@@ -75,13 +78,16 @@ type Instance struct {
 	ExitCode      *int              `json:"exit_code,omitempty"`
 	CreatedAt     time.Time         `json:"created_at"`
 	StartedAt     *time.Time        `json:"started_at,omitempty"` // latest transition into running
+	StoppedAt     *time.Time        `json:"stopped_at,omitempty"` // latest transition out of running (nil while running)
 	DestroyedAt   *time.Time        `json:"destroyed_at,omitempty"`
 	UpdatedAt     time.Time         `json:"updated_at"`
 	Version       int64             `json:"version"`
 
-	// Filled on reads from the ledger and meters.
-	CostSoFar Money `json:"cost_so_far"`
-	BurnRate  Money `json:"burn_rate"` // per hour, now
+	// Filled on reads from the ledger, meters and the agent's telemetry.
+	CostSoFar Money      `json:"cost_so_far"`
+	BurnRate  Money      `json:"burn_rate"` // per hour, now
+	Telemetry *Telemetry `json:"telemetry,omitempty"`
+	Hints     []string   `json:"hints,omitempty"`
 }
 
 // Live reports whether the instance still holds its machine's resources
@@ -108,6 +114,9 @@ type InstanceCreate struct {
 	GPUCount   int               `json:"num_gpus,omitempty"`  // 0: every GPU the offer has free
 	CPUCores   int               `json:"cpu_cores,omitempty"` // CPU-only machines: 0 means all free cores
 	Label      string            `json:"label,omitempty"`
+	Project    string            `json:"project,omitempty"`
+	Tags       map[string]string `json:"tags,omitempty"`
+	Guards     Guards            `json:"guards,omitempty"`
 	RentalType string            `json:"rental_type,omitempty"` // default on-demand, or interruptible when Bid is set
 	Bid        *Money            `json:"bid,omitempty"`
 }

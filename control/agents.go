@@ -111,7 +111,8 @@ func (s *Service) applyReport(ctx context.Context, machineID int64, rep suanli.I
 				next, msg = suanli.StatusRunning, ""
 			}
 		case suanli.StatusStopped:
-			if in.Status != suanli.StatusPending {
+			// An exit or failure already explains why it is not running: keep it.
+			if in.Status != suanli.StatusPending && in.Status != suanli.StatusExited && in.Status != suanli.StatusFailed {
 				next = suanli.StatusStopped
 			}
 		case suanli.StatusExited:
@@ -130,7 +131,14 @@ func (s *Service) applyReport(ctx context.Context, machineID int64, rep suanli.I
 			return errIgnore
 		}
 		in.Status = next
-		if next != before || rep.Status == suanli.StatusPulling || rep.Status == suanli.StatusFailed {
+		if rep.Telemetry != nil && next == suanli.StatusRunning {
+			s.usage.record(in.ID, rep.Telemetry, in.Guards.Effective().IdlePercent, now)
+		}
+		// A report's message replaces ours; a stop keeps the reason it was
+		// asked for ("stopped by budget …"); running clears it.
+		if next == suanli.StatusRunning && next != before {
+			in.StatusMessage = ""
+		} else if msg != "" && (next != before || rep.Status == suanli.StatusPulling || rep.Status == suanli.StatusFailed) {
 			in.StatusMessage = msg
 		}
 		changed = next != before
@@ -138,6 +146,14 @@ func (s *Service) applyReport(ctx context.Context, machineID int64, rep suanli.I
 	})
 	if err == errIgnore || suanli.ErrorCode(err) == suanli.ENOTFOUND {
 		return false, nil
+	}
+	if err == nil && changed {
+		switch rep.Status {
+		case suanli.StatusRunning:
+			err = s.Store.CountHostEvent(ctx, machineID, sqlstore.HostStarted)
+		case suanli.StatusFailed:
+			err = s.Store.CountHostEvent(ctx, machineID, sqlstore.HostFailedStart)
+		}
 	}
 	return changed, err
 }

@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"sync"
 	"time"
 
@@ -22,6 +23,13 @@ type Config struct {
 	LostAfter         time.Duration // default 2m
 	FailoverGrace     time.Duration // after a restart, nothing is lost before this; default 5m
 	SettleInterval    time.Duration // default 10s
+	// ZeroBalanceGrace is how long instances keep running once their
+	// account's balance reaches zero; then they are stopped (never
+	// destroyed). Default 10 minutes.
+	ZeroBalanceGrace time.Duration
+	// LowBalanceHours: warn when the balance covers fewer hours than this
+	// at the current burn rate. Default 24.
+	LowBalanceHours int
 }
 
 func (c *Config) setDefaults() {
@@ -40,6 +48,12 @@ func (c *Config) setDefaults() {
 	if c.SettleInterval <= 0 {
 		c.SettleInterval = 10 * time.Second
 	}
+	if c.ZeroBalanceGrace <= 0 {
+		c.ZeroBalanceGrace = 10 * time.Minute
+	}
+	if c.LowBalanceHours <= 0 {
+		c.LowBalanceHours = 24
+	}
 }
 
 // Service implements the suanli service interfaces over one store. It is
@@ -51,8 +65,15 @@ type Service struct {
 	Now    func() time.Time
 	cfg    Config
 
-	started time.Time
-	hub     hub
+	started     time.Time
+	lastObserve time.Time // the last lease check, for reliability accounting
+	hub         hub
+	usage       usageTracker
+	// Client makes webhook deliveries; http.DefaultClient with a timeout by default.
+	Client *http.Client
+	// lowSince remembers since when an account's balance has been at or below zero.
+	lowMu    sync.Mutex
+	lowSince map[int64]time.Time
 }
 
 var (
@@ -67,12 +88,20 @@ var (
 // New returns a service over store and rebuilds the offer index from it.
 func New(ctx context.Context, store *sqlstore.DB, cfg Config, logger *slog.Logger) (*Service, error) {
 	cfg.setDefaults()
-	s := &Service{Store: store, Index: market.NewIndex(), Logger: logger, Now: time.Now, cfg: cfg}
+	s := &Service{Store: store, Index: market.NewIndex(), Logger: logger, Now: time.Now, cfg: cfg,
+		Client: &http.Client{Timeout: 10 * time.Second}, lowSince: map[int64]time.Time{}}
 	s.started = s.Now()
 	if err := s.rebuildIndex(ctx); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// SetClock replaces the service's clock (tests, simulations) and restarts
+// the failover grace from the new clock's now.
+func (s *Service) SetClock(now func() time.Time) {
+	s.Now = now
+	s.started = now()
 }
 
 // Config returns the effective configuration.

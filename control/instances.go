@@ -46,6 +46,20 @@ func validateCreate(c *suanli.InstanceCreate) error {
 	if len(c.Label) > 200 {
 		return suanli.FieldErrorf("label", "longer than 200 characters")
 	}
+	if len(c.Project) > 100 || strings.ContainsAny(c.Project, ":= ") {
+		return suanli.FieldErrorf("project", "%q: up to 100 characters, no spaces, ':' or '='", c.Project)
+	}
+	for k, v := range c.Tags {
+		if k == "" || len(k) > 64 || len(v) > 256 || strings.ContainsAny(k, "=: ") {
+			return suanli.FieldErrorf("tags", "%q=%q: keys are 1-64 characters without '=', ':' or spaces; values up to 256", k, v)
+		}
+	}
+	if len(c.Tags) > 50 {
+		return suanli.FieldErrorf("tags", "at most 50 tags")
+	}
+	if err := c.Guards.Validate(); err != nil {
+		return err
+	}
 	switch c.RentalType {
 	case "":
 		c.RentalType = suanli.RentalOnDemand
@@ -74,6 +88,9 @@ func (s *Service) CreateInstance(ctx context.Context, c suanli.InstanceCreate) (
 		return nil, err
 	}
 	if err := validateCreate(&c); err != nil {
+		return nil, err
+	}
+	if err := s.checkBudgetsForCreate(ctx, p.AccountID, c.Project, c.Tags); err != nil {
 		return nil, err
 	}
 	var lastErr error
@@ -114,6 +131,9 @@ func (s *Service) tryCreate(ctx context.Context, p *suanli.Principal, c suanli.I
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checkQuota(ctx, p, gpuCountFor(m, c, gpus), 0); err != nil {
+		return nil, err
+	}
 	req := sched.Request{GPUCount: c.GPUCount, CPUCores: c.CPUCores, DiskGB: c.DiskGB, RentalType: c.RentalType, FeeBP: s.cfg.FeeBasisPoints}
 	if c.Bid != nil {
 		req.Bid = *c.Bid
@@ -124,6 +144,7 @@ func (s *Service) tryCreate(ctx context.Context, p *suanli.Principal, c suanli.I
 	}
 	in := &suanli.Instance{
 		AccountID: p.AccountID, MachineID: m.ID, HostID: m.OwnerID, Label: c.Label, Image: c.Image, Cmd: c.Cmd, Env: c.Env,
+		Project: c.Project, Tags: c.Tags, Guards: c.Guards,
 		DiskGB: c.DiskGB, GPUCount: len(plan.GPUIndexes), GPUIndexes: plan.GPUIndexes, CPUCores: plan.CPUCores,
 		RentalType: c.RentalType, Bid: req.Bid, Rates: plan.Rates, Simulated: m.Simulated,
 		Status: suanli.StatusPending, Desired: suanli.DesiredRunning, StatusMessage: "waiting for the host agent",
@@ -160,6 +181,9 @@ func (s *Service) ownInstance(ctx context.Context, scope string, id int64) (*sua
 // FindInstanceByID returns one of the caller's instances.
 func (s *Service) FindInstanceByID(ctx context.Context, id int64) (*suanli.Instance, error) {
 	_, in, err := s.ownInstance(ctx, suanli.ScopeInstanceRead, id)
+	if err == nil {
+		s.decorate(in)
+	}
 	return in, err
 }
 
@@ -170,7 +194,9 @@ func (s *Service) FindInstances(ctx context.Context, f suanli.InstanceFilter) ([
 		return nil, 0, err
 	}
 	f.AccountID = &p.AccountID
-	return s.Store.FindInstances(ctx, f, s.now())
+	ins, n, err := s.Store.FindInstances(ctx, f, s.now())
+	s.decorate(ins...)
+	return ins, n, err
 }
 
 // StopInstance asks the agent to stop the workload; compute billing ends now.
@@ -213,6 +239,16 @@ func (s *Service) StartInstance(ctx context.Context, id int64) (*suanli.Instance
 			}
 		}
 	}
+	if err := s.checkBudgetsForCreate(ctx, in.AccountID, in.Project, in.Tags); err != nil {
+		return nil, err
+	}
+	p, err := principal(ctx, suanli.ScopeInstanceWrite)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkQuota(ctx, p, in.GPUCount, in.ID); err != nil {
+		return nil, err
+	}
 	return s.changeInstance(ctx, id, func(in *suanli.Instance) error {
 		if in.Status == suanli.StatusDestroyed {
 			return suanli.Errorf(suanli.ECONFLICT, "instance %d is destroyed", id)
@@ -243,12 +279,13 @@ func (s *Service) changeInstance(ctx context.Context, id int64, fn func(*suanli.
 	if err != nil {
 		return nil, err
 	}
-	s.hub.wake(out.MachineID)
-	if err := s.refreshOffer(ctx, out.MachineID); err != nil {
-		s.Logger.Error("refresh offer", "machine_id", out.MachineID, "err", err)
-	}
+	s.afterChange(ctx, out.MachineID)
 	s.Logger.Info("instance changed", "instance_id", id, "status", out.Status, "desired", out.Desired)
-	return s.Store.FindInstanceByID(ctx, id, now)
+	in, err = s.Store.FindInstanceByID(ctx, id, now)
+	if err == nil {
+		s.decorate(in)
+	}
+	return in, err
 }
 
 // InstanceLogs returns up to 256 KiB of an instance's log from offset.

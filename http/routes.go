@@ -218,6 +218,13 @@ func (s *Server) registerMachineRoutes() {
 	})
 }
 
+// QuotaRequest is the body of PUT /v1/admin/quota.
+type QuotaRequest struct {
+	AccountID int64 `json:"account_id"`
+	GPUs      int   `json:"gpus"`
+	Instances int   `json:"instances"`
+}
+
 // CreditRequest is the body of POST /v1/admin/credit.
 type CreditRequest struct {
 	AccountID int64        `json:"account_id"`
@@ -252,6 +259,19 @@ func (s *Server) registerBillingRoutes() {
 			return err
 		}
 		return writeJSON(w, 200, sum)
+	})
+	s.route("PUT /v1/admin/quota", false, func(w http.ResponseWriter, r *http.Request) error {
+		var q QuotaRequest
+		if err := decode(r, &q); err != nil {
+			return err
+		}
+		if q.AccountID <= 0 {
+			return suanli.FieldErrorf("account_id", "give the account's id")
+		}
+		if err := s.Service.SetQuota(r.Context(), q.AccountID, suanli.Quota{GPUs: q.GPUs, Instances: q.Instances}); err != nil {
+			return err
+		}
+		return writeJSON(w, 200, q)
 	})
 	s.route("POST /v1/admin/credit", false, func(w http.ResponseWriter, r *http.Request) error {
 		var c CreditRequest

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -59,7 +60,8 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 	if d.Name == "sqlite" {
 		// synchronous=FULL: the ledger survives power loss (DESIGN §6).
 		q := "?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(ON)&_txlock=immediate"
-		db, err = sql.Open(d.Driver, "file:"+dsn+q)
+		// The path is escaped: '#' or '?' in a directory name must not end it.
+		db, err = sql.Open(d.Driver, "file:"+(&url.URL{Path: dsn}).EscapedPath()+q)
 		if err == nil {
 			db.SetMaxOpenConns(1)
 		}
@@ -90,8 +92,11 @@ func (s *DB) Dialect() Dialect { return s.dialect }
 // SQL returns the underlying database handle, for benchmarks and tools.
 func (s *DB) SQL() *sql.DB { return s.db }
 
+// migrate applies the embedded migrations in file-name order. A migration
+// is known by its whole file name (0002_budgets.sql), not only its number, so
+// two changes that picked the same number on different branches both apply.
 func (s *DB) migrate(ctx context.Context) error {
-	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
+	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	names, err := fs.Glob(migrationFS, "migrations/*.sql")
@@ -101,12 +106,11 @@ func (s *DB) migrate(ctx context.Context) error {
 	sort.Strings(names)
 	for _, name := range names {
 		base := strings.TrimPrefix(name, "migrations/")
-		v, err := strconv.Atoi(strings.SplitN(base, "_", 2)[0])
-		if err != nil {
+		if _, err := strconv.Atoi(strings.SplitN(base, "_", 2)[0]); err != nil {
 			return fmt.Errorf("migration %s: name must start with a number", name)
 		}
 		var n int
-		if err := s.db.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM schema_migrations WHERE version = ?`), v).Scan(&n); err != nil {
+		if err := s.db.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM schema_migrations WHERE name = ?`), base).Scan(&n); err != nil {
 			return fmt.Errorf("migrate: %w", err)
 		}
 		if n > 0 {
@@ -126,7 +130,7 @@ func (s *DB) migrate(ctx context.Context) error {
 					return fmt.Errorf("%s: %w", base, err)
 				}
 			}
-			_, err := tx.exec(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, v, time.Now().UnixMicro())
+			_, err := tx.exec(ctx, `INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)`, base, time.Now().UnixMicro())
 			return err
 		})
 		if err != nil {

@@ -13,22 +13,24 @@ import (
 )
 
 const instanceCols = `id, account_id, machine_id, host_id, label, image, cmd, env, disk_gb, gpu_name, gpu_count, gpu_indexes, cpu_cores, ram_mb,
-	rental_type, bid, rates, simulated, status, status_message, desired, exit_code, created_at, started_at, destroyed_at, updated_at, version`
+	rental_type, bid, rates, simulated, status, status_message, desired, exit_code, created_at, started_at, destroyed_at, updated_at, version,
+	project, tags, guards, stopped_at`
 
 func scanInstance(r scanner) (*suanli.Instance, error) {
 	var i suanli.Instance
-	var cmd, env, idx, rates string
+	var cmd, env, idx, rates, tags, guards string
 	var ramMB, bid, created, updated int64
-	var exit, started, destroyed sql.NullInt64
+	var exit, started, destroyed, stopped sql.NullInt64
 	if err := r.Scan(&i.ID, &i.AccountID, &i.MachineID, &i.HostID, &i.Label, &i.Image, &cmd, &env, &i.DiskGB, &i.GPUName, &i.GPUCount, &idx,
 		&i.CPUCores, &ramMB, &i.RentalType, &bid, &rates, &i.Simulated, &i.Status, &i.StatusMessage, &i.Desired, &exit, &created,
-		&started, &destroyed, &updated, &i.Version); err != nil {
+		&started, &destroyed, &updated, &i.Version, &i.Project, &tags, &guards, &stopped); err != nil {
 		return nil, err
 	}
+	i.StoppedAt = fromUSPtr(stopped)
 	for _, f := range []struct {
 		s string
 		v any
-	}{{cmd, &i.Cmd}, {env, &i.Env}, {idx, &i.GPUIndexes}, {rates, &i.Rates}} {
+	}{{cmd, &i.Cmd}, {env, &i.Env}, {idx, &i.GPUIndexes}, {rates, &i.Rates}, {tags, &i.Tags}, {guards, &i.Guards}} {
 		if err := json.Unmarshal([]byte(f.s), f.v); err != nil {
 			return nil, fmt.Errorf("instance %d: %w", i.ID, err)
 		}
@@ -118,11 +120,12 @@ func (s *DB) ApplyPlan(ctx context.Context, p Placement, now time.Time) (*suanli
 		}
 		in.CreatedAt, in.UpdatedAt, in.Version = now, now, 1
 		id, err := tx.insert(ctx, `INSERT INTO instances (account_id, machine_id, host_id, label, image, cmd, env, disk_gb, gpu_name, gpu_count,
-			gpu_indexes, cpu_cores, ram_mb, rental_type, bid, rates, simulated, status, status_message, desired, created_at, updated_at, version)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			gpu_indexes, cpu_cores, ram_mb, rental_type, bid, rates, simulated, status, status_message, desired, created_at, updated_at, version,
+			project, tags, guards)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			in.AccountID, in.MachineID, in.HostID, in.Label, in.Image, jsonText(in.Cmd), jsonText(in.Env), in.DiskGB, in.GPUName, in.GPUCount,
 			jsonText(in.GPUIndexes), in.CPUCores, p.RAMMB, in.RentalType, int64(in.Bid), jsonText(in.Rates), in.Simulated, in.Status,
-			in.StatusMessage, in.Desired, us(now), us(now), in.Version)
+			in.StatusMessage, in.Desired, us(now), us(now), in.Version, in.Project, jsonText(orEmpty(in.Tags)), jsonText(in.Guards))
 		if err != nil {
 			return err
 		}
@@ -210,14 +213,19 @@ func (s *DB) UpdateInstance(ctx context.Context, id int64, at, now time.Time, fn
 			return err
 		}
 		if in.Status == old.Status && in.Desired == old.Desired && in.StatusMessage == old.StatusMessage &&
-			equalExit(in.ExitCode, old.ExitCode) {
+			equalExit(in.ExitCode, old.ExitCode) && in.Label == old.Label && in.Project == old.Project &&
+			jsonText(in.Tags) == jsonText(old.Tags) && jsonText(in.Guards) == jsonText(old.Guards) {
 			out = old
 			return nil
 		}
 		if in.Status != old.Status {
 			if in.Status == suanli.StatusRunning && !computeBilled(old.Status) {
 				t := at
-				in.StartedAt = &t
+				in.StartedAt, in.StoppedAt = &t, nil
+			}
+			if !computeBilled(in.Status) && in.Status != suanli.StatusStopping && in.StoppedAt == nil && in.StartedAt != nil {
+				t := at
+				in.StoppedAt = &t
 			}
 			if in.Status == suanli.StatusDestroyed {
 				t := at
@@ -250,8 +258,9 @@ func (s *DB) UpdateInstance(ctx context.Context, id int64, at, now time.Time, fn
 			exit = *in.ExitCode
 		}
 		if _, err := tx.exec(ctx, `UPDATE instances SET status = ?, status_message = ?, desired = ?, exit_code = ?, started_at = ?,
-			destroyed_at = ?, updated_at = ?, version = ? WHERE id = ?`, in.Status, in.StatusMessage, in.Desired, exit,
-			usPtr(in.StartedAt), usPtr(in.DestroyedAt), us(now), in.Version, id); err != nil {
+			destroyed_at = ?, updated_at = ?, version = ?, label = ?, project = ?, tags = ?, guards = ?, stopped_at = ? WHERE id = ?`,
+			in.Status, in.StatusMessage, in.Desired, exit, usPtr(in.StartedAt), usPtr(in.DestroyedAt), us(now), in.Version,
+			in.Label, in.Project, jsonText(orEmpty(in.Tags)), jsonText(in.Guards), usPtr(in.StoppedAt), id); err != nil {
 			return err
 		}
 		if in.Desired != old.Desired || in.Status == suanli.StatusDestroyed && old.Status != suanli.StatusDestroyed {
@@ -263,6 +272,13 @@ func (s *DB) UpdateInstance(ctx context.Context, id int64, at, now time.Time, fn
 		return nil
 	})
 	return out, err
+}
+
+func orEmpty(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
 }
 
 func equalExit(a, b *int) bool {
@@ -391,4 +407,11 @@ func (s *DB) InstanceEvents(ctx context.Context, id int64) ([]InstanceEvent, err
 		out = append(out, e)
 	}
 	return out, rows.Err()
+}
+
+// InstanceSettled is what an instance's settled charges sum to.
+func (s *DB) InstanceSettled(ctx context.Context, id int64) (suanli.Money, error) {
+	var v int64
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT COALESCE(SUM(amount), 0) FROM ledger_txns WHERE instance_id = ? AND kind <> 'credit'`), id).Scan(&v)
+	return suanli.Money(v), err
 }

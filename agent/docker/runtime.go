@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -79,6 +80,16 @@ type Options struct {
 	// ReadOnlyRootfs mounts each instance's root filesystem read-only, with
 	// tmpfs on /tmp and /run.
 	ReadOnlyRootfs bool
+	// SubnetPool, when set ("172.31.240.0/20"), is where each instance's
+	// private network takes a /28 (11 addresses), instead of the daemon's
+	// default-address-pools, which hold about 30 networks unless widened
+	// in daemon.json. It must not overlap the host's own networks.
+	SubnetPool string
+	// BlockHostAccess drops new connections from instances to the host's
+	// own addresses (where the agent and the provider's services listen),
+	// with one iptables rule per instance network (see firewall.go). It
+	// needs iptables and root; New fails without them.
+	BlockHostAccess bool
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -95,11 +106,13 @@ type Runtime struct {
 	pidsLimit int64
 	capAdd    []string
 	readOnly  bool
+	blockHost bool
 	now       func() time.Time
 
 	hostOS, hostArch string // the daemon's platform, GOOS/GOARCH spelling
 	storageDriver    string
 	hostCPUs         int
+	pool             netip.Prefix // Options.SubnetPool; invalid when unset
 
 	// bg is the lifetime of the followers; cancelled by Close.
 	bg     context.Context
@@ -107,10 +120,10 @@ type Runtime struct {
 	wg     sync.WaitGroup
 
 	mu        sync.Mutex
-	pulls     map[int64]string    // instance id → pull progress message, while Ensure pulls
-	followers map[int64]*follower // one per container that exists
-	samples   map[int64]cpuSample // the previous CPU sample per instance, for CPU %
-	noQuota   bool                // the storage driver refused a size option once
+	pulls     map[int64]string      // instance id → pull progress message, while Ensure pulls
+	followers map[int64]*follower   // one per container that exists
+	live      map[int64]*liveSample // the latest stats sample per running instance
+	noQuota   bool                  // the storage driver refused a size option once
 	states    map[int64]*sync.Mutex
 }
 
@@ -164,6 +177,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		pidsLimit:     opts.PidsLimit,
 		capAdd:        opts.CapAdd,
 		readOnly:      opts.ReadOnlyRootfs,
+		blockHost:     opts.BlockHostAccess,
 		now:           opts.Now,
 		hostOS:        ver.Os,
 		hostArch:      normalizeArch(ver.Arch),
@@ -171,7 +185,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		hostCPUs:      info.Info.NCPU,
 		pulls:         map[int64]string{},
 		followers:     map[int64]*follower{},
-		samples:       map[int64]cpuSample{},
+		live:          map[int64]*liveSample{},
 		states:        map[int64]*sync.Mutex{},
 	}
 	if r.log == nil {
@@ -189,6 +203,20 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	if r.now == nil {
 		r.now = time.Now
 	}
+	if opts.SubnetPool != "" {
+		p, err := netip.ParsePrefix(opts.SubnetPool)
+		if err != nil || !p.Addr().Is4() || p.Bits() > subnetBits {
+			cli.Close()
+			return nil, suanli.Errorf(suanli.EINVALID, "subnet pool %q: want an IPv4 prefix of /%d or wider, like 172.31.240.0/20", opts.SubnetPool, subnetBits)
+		}
+		r.pool = p.Masked()
+	}
+	if r.blockHost {
+		if err := checkFirewall(ctx); err != nil {
+			cli.Close()
+			return nil, suanli.Errorf(suanli.EUNAVAILABLE, "%v: run the agent as root with iptables installed, or turn host blocking off", err)
+		}
+	}
 	if err := os.MkdirAll(r.dataDir, 0o700); err != nil {
 		cli.Close()
 		return nil, fmt.Errorf("docker runtime data dir: %w", err)
@@ -202,6 +230,12 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	}
 	for _, c := range cs {
 		r.follow(c.id, c.cid)
+		if r.blockHost { // iptables rules do not survive a host reboot; networks do
+			if err := r.blockHostNetworks(ctx, c.id); err != nil {
+				r.Close()
+				return nil, err
+			}
+		}
 	}
 	r.log.Info("docker runtime ready", "daemon", cli.DaemonHost(), "server_version", ver.Version,
 		"api_version", cli.ClientVersion(), "platform", r.hostOS+"/"+r.hostArch,
@@ -395,7 +429,7 @@ func (r *Runtime) Ensure(ctx context.Context, spec suanli.InstanceSpec) error {
 			}
 		}
 		// Fold the traffic counters in before the network namespace goes.
-		r.sampleLocked(ctx, spec.ID, c, st)
+		r.foldLiveLocked(spec.ID, st)
 		grace := graceSeconds(spec.StopGrace)
 		if _, err := r.cli.ContainerStop(ctx, c.ID, client.ContainerStopOptions{Timeout: &grace}); err != nil && !cerrdefs.IsNotModified(err) {
 			return r.daemonErr(fmt.Sprintf("instance %d: stop", spec.ID), err)
@@ -423,10 +457,10 @@ func (r *Runtime) Remove(ctx context.Context, id int64) error {
 	if err != nil && suanli.ErrorCode(err) != suanli.ECONFLICT {
 		return err
 	}
+	r.unfollow(id) // before the lock: a follower folds its last sample under it
 	mu := r.instanceLock(id)
 	mu.Lock()
 	defer mu.Unlock()
-	r.unfollow(id)
 	if c != nil {
 		_, err := r.cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 		if err != nil && !cerrdefs.IsNotFound(err) {
@@ -442,7 +476,7 @@ func (r *Runtime) Remove(ctx context.Context, id int64) error {
 		}
 	}
 	r.mu.Lock()
-	delete(r.samples, id)
+	delete(r.live, id)
 	delete(r.pulls, id)
 	r.mu.Unlock()
 	if c != nil {
@@ -497,7 +531,7 @@ func (r *Runtime) report(ctx context.Context, id int64, c *container.InspectResp
 		if t, err := time.Parse(time.RFC3339Nano, c.State.StartedAt); err == nil && !t.IsZero() {
 			rep.StartedAt = &t
 		}
-		rep.Telemetry = r.sampleLocked(ctx, id, c, st)
+		rep.Telemetry = r.telemetry(id, c.State.StartedAt)
 		var parts []string
 		if c.State.Paused {
 			parts = append(parts, "paused")

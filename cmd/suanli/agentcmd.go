@@ -3,11 +3,17 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	"github.com/suanli/suanli"
 	"github.com/suanli/suanli/agent"
@@ -21,6 +27,10 @@ type agentConfig struct {
 	FakeGPUs string
 	Runtime  string // auto, docker, process
 	DataDir  string
+	// FenceAfter stops billed workloads after this long without reaching
+	// the control plane (its lost_after minus a margin), so a rental the
+	// control plane gave up on never runs twice.
+	FenceAfter time.Duration
 }
 
 func (c *agentConfig) flags(cmd *cobra.Command) {
@@ -28,6 +38,7 @@ func (c *agentConfig) flags(cmd *cobra.Command) {
 	f.StringVar(&c.FakeGPUs, "fake-gpus", os.Getenv("SUANLI_FAKE_GPUS"), `declare simulated GPUs, e.g. "RTX 4090:2" (development and tests; marked simulated everywhere)`)
 	f.StringVar(&c.Runtime, "runtime", envOr("SUANLI_RUNTIME", "auto"), "how instances run: docker, process, or auto (docker when a daemon is reachable)")
 	f.StringVar(&c.DataDir, "data-dir", "", "where the agent keeps instance data (default HOME/agent)")
+	f.DurationVar(&c.FenceAfter, "fence-after", 100*time.Second, "stop running instances after this long without the control plane (its lost-after minus a margin; 0 disables)")
 	cmd.RegisterFlagCompletionFunc("runtime", cobra.FixedCompletions([]string{"auto", "docker", "process"}, cobra.ShellCompDirectiveNoFileComp))
 }
 
@@ -40,6 +51,9 @@ type agentState struct {
 
 func detect(ctx context.Context, c agentConfig, dataDir string) (suanli.Hardware, error) {
 	hw, err := agent.DetectHardware(ctx, dataDir)
+	if errors.Is(err, agent.ErrGPUDetect) && c.FakeGPUs != "" {
+		err = nil // the simulated GPUs replace what nvidia-smi failed to report
+	}
 	if err != nil {
 		return hw, fmt.Errorf("detect hardware: %w", err)
 	}
@@ -70,18 +84,18 @@ func newRuntime(ctx context.Context, c agentConfig, dataDir string, logger *slog
 
 // startAgent joins (once; the credential is kept in stateFile) and runs the
 // agent loop until ctx ends. join is called only when no credential exists.
-func startAgent(ctx context.Context, c agentConfig, server, stateFile string, join func(context.Context) (string, error), logger *slog.Logger) (chan error, *agentState, error) {
+func startAgent(ctx context.Context, c agentConfig, server, stateFile string, join func(context.Context) (string, error), logger *slog.Logger) (chan error, *agentState, *agent.Collector, error) {
 	dataDir := c.DataDir
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	hw, err := detect(ctx, c, dataDir)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	rt, err := newRuntime(ctx, c, dataDir, logger)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var st agentState
 	if b, err := os.ReadFile(stateFile); err == nil {
@@ -90,32 +104,37 @@ func startAgent(ctx context.Context, c agentConfig, server, stateFile string, jo
 	if st.APIKey == "" || st.MachineID == 0 {
 		tok, err := join(ctx)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		resp, err := shttp.NewClient(server, "").Join(ctx, suanli.JoinRequest{Token: tok, Hardware: hw, Runtime: rt.Name()})
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		st = agentState{Server: server, MachineID: resp.MachineID, APIKey: resp.APIKey}
 		b, _ := json.MarshalIndent(st, "", "  ")
 		if err := os.WriteFile(stateFile, b, 0o600); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	client := shttp.NewClient(server, st.APIKey)
-	ag, err := agent.New(agent.Config{Server: client, Runtime: rt, MachineID: st.MachineID, Hardware: hw, Version: Version, Logger: logger})
+	cfg := agent.Config{Server: client, Runtime: rt, MachineID: st.MachineID, Hardware: hw, Version: Version, Logger: logger,
+		FenceAfter: c.FenceAfter}
+	if len(hw.GPUs) > 0 && !hw.GPUs[0].Simulated {
+		cfg.GPUSampler = agent.SampleGPUs
+	}
+	ag, err := agent.New(cfg)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	done := make(chan error, 1)
 	go func() { done <- ag.Run(ctx) }()
 	logger.Info("agent started", "machine_id", st.MachineID, "runtime", rt.Name(), "gpus", len(hw.GPUs), "server", server)
-	return done, &st, nil
+	return done, &st, agent.NewCollector(rt, cfg.GPUSampler), nil
 }
 
 func newAgentCmd(a *app) *cobra.Command {
 	var c agentConfig
-	var token string
+	var token, metricsAddr string
 	cmd := &cobra.Command{
 		Use:   "agent --server URL --join-token TOKEN",
 		Short: "Run the host agent: offer this machine and run rented instances",
@@ -151,7 +170,7 @@ List the machine afterwards with 'suanli host list MACHINE --price-gpu …'.`,
 			if err := os.MkdirAll(a.home, 0o700); err != nil {
 				return err
 			}
-			done, st, err := startAgent(cmd.Context(), c, server, stateFile, func(context.Context) (string, error) {
+			done, st, coll, err := startAgent(cmd.Context(), c, server, stateFile, func(context.Context) (string, error) {
 				if token == "" {
 					return "", suanli.FieldErrorf("join-token", "this machine has not joined yet: pass --join-token (print one with `suanli host join-token`)")
 				}
@@ -161,10 +180,21 @@ List the machine afterwards with 'suanli host list MACHINE --price-gpu …'.`,
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "agent running for machine %d against %s\n", st.MachineID, server)
+			if metricsAddr != "" {
+				reg := prometheus.NewRegistry()
+				reg.MustRegister(coll)
+				ln, err := net.Listen("tcp", metricsAddr)
+				if err != nil {
+					return fmt.Errorf("metrics listener: %w", err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "agent metrics at http://%s/metrics\n", ln.Addr())
+				go http.Serve(ln, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+			}
 			return <-done
 		},
 	}
 	c.flags(cmd)
 	cmd.Flags().StringVar(&token, "join-token", os.Getenv("SUANLI_JOIN_TOKEN"), "one-time join token (first start only); env SUANLI_JOIN_TOKEN")
+	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics (instances, per-GPU utilisation, memory, temperature) at HOST:PORT")
 	return cmd
 }

@@ -287,6 +287,19 @@ func TestEndToEnd(t *testing.T) {
 		t.Errorf("instance directory still exists after destroy (stat err %v)", err)
 	}
 
+	// One /metrics serves the control plane and the local agent.
+	resp, err := http.Get(m.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"suanli_ledger_postings_total", "suanli_spend_rate_dollars_per_hour", "suanli_api_request_duration_seconds_bucket", "suanli_offers 1"} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+
 	// Ctrl-C stops cleanly; the ledger balances.
 	m.stop()
 	db, err := sqlstore.Open(context.Background(), filepath.Join(home, "suanli.db"))

@@ -10,7 +10,7 @@ import (
 
 func newHostCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "host", Short: "Provide machines: list them with prices, see their state"}
-	cmd.AddCommand(newHostMachinesCmd(a), newHostListCmd(a), newHostUnlistCmd(a), newJoinTokenCmd(a))
+	cmd.AddCommand(newHostMachinesCmd(a), newHostListCmd(a), newHostUnlistCmd(a), newJoinTokenCmd(a), newEarningsCmd(a), newPayoutCmd(a))
 	return cmd
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/advisor/advisecli"
 	shttp "github.com/suanli/suanli/http"
 )
 
@@ -138,16 +139,22 @@ Client commands find the server and API key in $SUANLI_HOME/config.json
 		c.GroupID = "run"
 		root.AddCommand(c)
 	}
-	for _, c := range []*cobra.Command{newSearchCmd(a), newCreateCmd(a), newLsCmd(a), newShowCmd(a), newLogsCmd(a),
+	for _, c := range []*cobra.Command{newSearchCmd(a), newQuoteCmd(a), newCreateCmd(a), newLsCmd(a), newShowCmd(a), newLogsCmd(a),
 		newStateCmd(a, "stop"), newStateCmd(a, "start"), newStateCmd(a, "destroy")} {
 		c.GroupID = "rent"
 		root.AddCommand(c)
 	}
-	h := newHostCmd(a)
-	h.GroupID = "host"
-	root.AddCommand(h)
-	for _, c := range []*cobra.Command{newBillingCmd(a), newAdminCmd(a)} {
+	for _, c := range []*cobra.Command{newHostCmd(a), newDoctorCmd(a)} {
+		c.GroupID = "host"
+		root.AddCommand(c)
+	}
+	for _, c := range []*cobra.Command{newBillingCmd(a), newBudgetCmd(a), newCostCmd(a), newAdminCmd(a)} {
 		c.GroupID = "money"
+		root.AddCommand(c)
+	}
+	root.AddGroup(&cobra.Group{ID: "advise", Title: "Advise:"})
+	for _, c := range advisecli.Commands(func(context.Context) (suanli.OfferService, error) { return a.client(), nil }) {
+		c.GroupID = "advise"
 		root.AddCommand(c)
 	}
 	return root

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -119,7 +120,8 @@ func newCreateCmd(a *app) *cobra.Command {
 	var c suanli.InstanceCreate
 	var env []string
 	var bid string
-	var jsonOut bool
+	var jsonOut, dryRun bool
+	var g guardFlags
 	cmd := &cobra.Command{
 		Use:   "create OFFER --image IMAGE [flags] [-- CMD ARGS...]",
 		Short: "Rent an offer and run an image (and command) on it",
@@ -130,7 +132,12 @@ the disk from creation until destroy (stopped included).
 
 With --bid the rental is interruptible: cheaper, but a higher bid or an
 on-demand rental can preempt it (it gets SIGTERM and a grace period, then is
-stopped — never destroyed).`,
+stopped — never destroyed).
+
+Ghost-spend guards are on by default: an instance idle (CPU and GPU under
+5%) for 60 minutes is stopped (--idle-stop 30m, or off). Add --ttl 8h to stop
+it 8 hours after it starts, --stop-window "Mon-Fri 22:00-06:00" for nights.
+--dry-run prints the itemized quote and pre-flight checks instead.`,
 		Example: `  suanli create 3 --image ubuntu:24.04 -- sh -c 'nvidia-smi; sleep 3600'
   suanli create 3 --image pytorch/pytorch --gpus 1 --disk 50 --env WANDB_MODE=offline --label train-1
   suanli create 3 --image ubuntu:24.04 --bid 0.25 -- ./train.sh`,
@@ -164,6 +171,21 @@ stopped — never destroyed).`,
 				}
 				c.Bid = &m
 			}
+			if err := g.apply(&c); err != nil {
+				return err
+			}
+			if dryRun {
+				q, err := a.client().Quote(cmd.Context(), suanli.QuoteRequest{InstanceCreate: c, Hours: 1})
+				if err != nil {
+					return err
+				}
+				if jsonOut {
+					return a.printJSON(cmd, q)
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), "dry run: nothing was rented")
+				printQuote(cmd.OutOrStdout(), q, 1)
+				return nil
+			}
 			in, err := a.client().CreateInstance(cmd.Context(), c)
 			if err != nil {
 				return err
@@ -186,6 +208,8 @@ stopped — never destroyed).`,
 	f.StringVar(&c.Label, "label", "", "a label to recognise the instance")
 	f.StringVar(&bid, "bid", "", "rent interruptible at this price per hour for the whole instance (e.g. 0.25)")
 	f.BoolVar(&jsonOut, "json", false, "print the new instance as JSON")
+	f.BoolVar(&dryRun, "dry-run", false, "print the itemized quote and pre-flight checks; rent nothing")
+	g.register(cmd)
 	return cmd
 }
 
@@ -280,6 +304,24 @@ func newShowCmd(a *app) *cobra.Command {
 				in.Rates.InetUpPerGB.Decimal(), in.Rates.InetDownPerGB.Decimal()))
 			row("cost so far", in.CostSoFar.String())
 			row("burn rate", in.BurnRate.String()+"/h")
+			row("guards", describeGuards(in.Guards))
+			if in.Project != "" {
+				row("project", in.Project)
+			}
+			if len(in.Tags) > 0 {
+				var kv []string
+				for k, v := range in.Tags {
+					kv = append(kv, k+"="+v)
+				}
+				slices.Sort(kv)
+				row("tags", strings.Join(kv, " "))
+			}
+			if tm := in.Telemetry; tm != nil {
+				row("utilisation", fmt.Sprintf("CPU %.0f%%, %d MB RAM, GPU %.0f%%, %d MB VRAM", tm.CPUPercent, tm.MemoryMB, tm.GPUUtilPercent, tm.GPUMemoryMB))
+			}
+			for _, h := range in.Hints {
+				row("hint", h)
+			}
 			row("created", in.CreatedAt.Local().Format(time.DateTime))
 			if in.ExitCode != nil {
 				row("exit code", strconv.Itoa(*in.ExitCode))

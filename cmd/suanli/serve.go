@@ -56,6 +56,7 @@ func envOr(k, def string) string {
 // running is a started control plane.
 type running struct {
 	svc      *control.Service
+	api      *shttp.Server
 	store    *sqlstore.DB
 	srv      *http.Server
 	url      string
@@ -133,7 +134,7 @@ func startControlPlane(ctx context.Context, a *app, c serverConfig, logger *slog
 	web.Register(api.Mux())
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
 		WriteTimeout: 2*c.Heartbeat + time.Minute, IdleTimeout: 2 * time.Minute}
-	r := &running{svc: svc, store: store, srv: srv, url: url, operator: op, done: make(chan struct{})}
+	r := &running{svc: svc, api: api, store: store, srv: srv, url: url, operator: op, done: make(chan struct{})}
 	loopsDone := make(chan struct{})
 	go func() {
 		defer close(loopsDone)
