@@ -101,6 +101,12 @@ func newMarket(t *testing.T, o marketOptions) *market {
 		t.Fatal(err)
 	}
 	m.renterID, m.providerID = r.ID, p.ID
+	// The renter is a new account, whose default quota (2 GPUs) the tests
+	// would meet; raise it as an operator would.
+	op := suanli.NewContextWithPrincipal(ctx, &suanli.Principal{Role: suanli.RoleOperator, Scopes: []string{suanli.ScopeAll}})
+	if err := svc.SetQuota(op, r.ID, suanli.Quota{GPUs: 16, Instances: 16}); err != nil {
+		t.Fatal(err)
+	}
 	return m
 }
 
