@@ -83,6 +83,13 @@ type Instance struct {
 	UpdatedAt     time.Time         `json:"updated_at"`
 	Version       int64             `json:"version"`
 
+	// Managed jobs: what to do when the workload exits or its host is lost.
+	Restart        RestartPolicy `json:"restart"`
+	Restarts       int           `json:"restarts"`        // restarts after exits (count against MaxRestarts)
+	Moves          int           `json:"moves"`           // relaunches on another host (do not count)
+	RestartPending bool          `json:"restart_pending"` // an exit was seen; the restart waits for the agent's stop
+	AvoidMachines  []int64       `json:"avoid_machines,omitempty"`
+
 	// Filled on reads from the ledger, meters and the agent's telemetry.
 	CostSoFar Money      `json:"cost_so_far"`
 	BurnRate  Money      `json:"burn_rate"` // per hour, now
@@ -118,6 +125,7 @@ type InstanceCreate struct {
 	Tags       map[string]string `json:"tags,omitempty"`
 	Guards     Guards            `json:"guards,omitempty"`
 	RentalType string            `json:"rental_type,omitempty"` // default on-demand, or interruptible when Bid is set
+	Restart    RestartPolicy     `json:"restart,omitempty"`
 	Bid        *Money            `json:"bid,omitempty"`
 }
 
@@ -143,4 +151,46 @@ type LogChunk struct {
 	Data       []byte `json:"data"`
 	Next       int64  `json:"next"`
 	Done       bool   `json:"done"` // the instance is gone: no more will come
+}
+
+// Restart policies for managed jobs.
+const (
+	RestartNever     = "never"
+	RestartOnFailure = "on-failure" // after a non-zero exit or a failure
+	RestartAlways    = "always"     // after any exit
+)
+
+// RestartPolicy makes an instance a managed job: restarted after exits
+// (at most MaxRestarts times), and, with Recover "elsewhere", relaunched on
+// another matching offer when its host is lost or it is preempted. Host
+// losses and preemptions do not count against MaxRestarts.
+type RestartPolicy struct {
+	Policy      string `json:"policy,omitempty"` // never (default), on-failure, always
+	MaxRestarts int    `json:"max_restarts,omitempty"`
+	Recover     string `json:"recover,omitempty"`   // "" (wait for the host) or "elsewhere"
+	MaxPrice    Money  `json:"max_price,omitempty"` // per hour for a relaunch elsewhere; 0: 1.5 × the current rate
+}
+
+// DefaultMaxRestarts applies when a restart policy names no limit.
+const DefaultMaxRestarts = 3
+
+// Validate checks the policy; the error names the field.
+func (r RestartPolicy) Validate() error {
+	switch r.Policy {
+	case "", RestartNever, RestartOnFailure, RestartAlways:
+	default:
+		return FieldErrorf("restart.policy", "%q: use never, on-failure or always", r.Policy)
+	}
+	if r.MaxRestarts < 0 || r.MaxRestarts > 1000 {
+		return FieldErrorf("restart.max_restarts", "%d: give 0 to 1000", r.MaxRestarts)
+	}
+	switch r.Recover {
+	case "", "elsewhere":
+	default:
+		return FieldErrorf("restart.recover", "%q: use elsewhere, or leave it empty to wait for the host", r.Recover)
+	}
+	if r.MaxPrice < 0 {
+		return FieldErrorf("restart.max_price", "must not be negative")
+	}
+	return nil
 }

@@ -100,8 +100,9 @@ type Agent struct {
 	now  func() time.Time
 	wake chan struct{} // an instance operation finished: look at the status now
 
-	mu    sync.Mutex           // guards insts and every instState in it
+	mu    sync.Mutex           // guards insts, tasks and every state in them
 	insts map[int64]*instState // instances the agent has acted on
+	tasks map[string]*taskState
 	wg    sync.WaitGroup       // instance workers
 
 	// The rest is owned by the Run goroutine.
@@ -153,6 +154,7 @@ func New(cfg Config) (*Agent, error) {
 		log:          cfg.Logger,
 		now:          cfg.Now,
 		wake:         make(chan struct{}, 1),
+		tasks:        map[string]*taskState{},
 		insts:        map[int64]*instState{},
 		heartbeat:    cfg.HeartbeatInterval,
 		ackedReports: map[int64]reportKey{},
@@ -336,7 +338,8 @@ func (a *Agent) buildRequest(ctx context.Context) *suanli.SyncRequest {
 			req.Usage = append(req.Usage, u)
 		}
 	}
-	req.Wait = a.synced && len(req.Logs) == 0 && !a.reportsChanged(reports)
+	req.TaskResults = a.taskResults()
+	req.Wait = a.synced && len(req.Logs) == 0 && !a.reportsChanged(reports) && !a.unsentResults()
 	a.lastReqAt = a.now()
 	return req
 }
@@ -369,6 +372,8 @@ func (a *Agent) handle(ctx context.Context, req *suanli.SyncRequest, resp *suanl
 			delete(a.ackedLog, id)
 		}
 	}
+	a.markSent(req.TaskResults)
+	a.startTasks(ctx, resp.Tasks)
 	a.reconcile(ctx, resp.Instances, req.Instances)
 }
 
@@ -377,7 +382,7 @@ func (a *Agent) handle(ctx context.Context, req *suanli.SyncRequest, resp *suanl
 // once per LogFlush) new log bytes.
 func (a *Agent) news(ctx context.Context) bool {
 	reports := a.reports(ctx)
-	if a.reportsChanged(reports) {
+	if a.reportsChanged(reports) || a.unsentResults() {
 		return true
 	}
 	if !a.synced || a.now().Sub(a.lastReqAt) < a.cfg.LogFlush {

@@ -115,7 +115,14 @@ func (s *Service) applyReport(ctx context.Context, machineID int64, rep suanli.I
 			if in.Status != suanli.StatusPending && in.Status != suanli.StatusExited && in.Status != suanli.StatusFailed {
 				next = suanli.StatusStopped
 			}
+			if in.RestartPending {
+				restartIfPending(in)
+				next, msg = in.Status, in.StatusMessage
+			}
 		case suanli.StatusExited:
+			if in.Status == suanli.StatusExited || in.RestartPending {
+				break // already handled
+			}
 			next, in.Desired = suanli.StatusExited, suanli.DesiredStopped
 			if rep.ExitCode != nil {
 				c := *rep.ExitCode
@@ -124,8 +131,19 @@ func (s *Service) applyReport(ctx context.Context, machineID int64, rep suanli.I
 					msg = fmt.Sprintf("the command exited with code %d", c)
 				}
 			}
+			prev := in.StatusMessage
+			if restartAfterExit(in, in.ExitCode); in.StatusMessage != prev {
+				msg = in.StatusMessage
+			}
 		case suanli.StatusFailed:
+			if in.Status == suanli.StatusFailed || in.RestartPending {
+				break
+			}
 			next, in.Desired = suanli.StatusFailed, suanli.DesiredStopped
+			prev := in.StatusMessage
+			if restartAfterExit(in, nil); in.StatusMessage != prev {
+				msg = rep.Message + "; " + in.StatusMessage
+			}
 		}
 		if in.Status == suanli.StatusDestroyed {
 			return errIgnore
@@ -202,6 +220,17 @@ func (s *Service) desired(ctx context.Context, machineID int64, r *suanli.SyncRe
 			StopGrace: time.Duration(m.Listing.PreemptGraceS) * time.Second}
 		if spec.Desired == suanli.DesiredRunning && (in.Status == suanli.StatusLost) {
 			spec.Desired = suanli.DesiredStopped
+		}
+		if in.Restarts+in.Moves > 0 {
+			env := make(map[string]string, len(in.Env)+2)
+			for k, v := range in.Env {
+				env[k] = v
+			}
+			env["SUANLI_ATTEMPT"] = fmt.Sprint(in.Restarts + in.Moves + 1)
+			if in.Moves > 0 {
+				env["SUANLI_RECOVERED"] = "1" // relaunched elsewhere: resume from your own checkpoint
+			}
+			spec.Env = env
 		}
 		for _, idx := range in.GPUIndexes {
 			for _, g := range m.Hardware.GPUs {

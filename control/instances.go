@@ -60,6 +60,9 @@ func validateCreate(c *suanli.InstanceCreate) error {
 	if err := c.Guards.Validate(); err != nil {
 		return err
 	}
+	if err := c.Restart.Validate(); err != nil {
+		return err
+	}
 	switch c.RentalType {
 	case "":
 		c.RentalType = suanli.RentalOnDemand
@@ -144,7 +147,7 @@ func (s *Service) tryCreate(ctx context.Context, p *suanli.Principal, c suanli.I
 	}
 	in := &suanli.Instance{
 		AccountID: p.AccountID, MachineID: m.ID, HostID: m.OwnerID, Label: c.Label, Image: c.Image, Cmd: c.Cmd, Env: c.Env,
-		Project: c.Project, Tags: c.Tags, Guards: c.Guards,
+		Project: c.Project, Tags: c.Tags, Guards: c.Guards, Restart: c.Restart,
 		DiskGB: c.DiskGB, GPUCount: len(plan.GPUIndexes), GPUIndexes: plan.GPUIndexes, CPUCores: plan.CPUCores,
 		RentalType: c.RentalType, Bid: req.Bid, Rates: plan.Rates, Simulated: m.Simulated,
 		Status: suanli.StatusPending, Desired: suanli.DesiredRunning, StatusMessage: "waiting for the host agent",

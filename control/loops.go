@@ -34,6 +34,9 @@ func (s *Service) Run(ctx context.Context) error {
 			if err := s.CheckGuards(ctx); err != nil {
 				s.Logger.Error("check guards", "err", err)
 			}
+			if err := s.CheckRecoveries(ctx); err != nil {
+				s.Logger.Error("check recoveries", "err", err)
+			}
 			if err := s.CheckBudgets(ctx); err != nil {
 				s.Logger.Error("check budgets", "err", err)
 			}

@@ -211,7 +211,11 @@ func (r *Runtime) start(ctx context.Context, spec suanli.InstanceSpec, c *contai
 		msg := err.Error()
 		switch {
 		case strings.Contains(msg, "could not select device driver"):
-			return suanli.Errorf(suanli.EINVALID, "instance %d asks GPUs %v but Docker on this host has no NVIDIA runtime: install the NVIDIA Container Toolkit and restart dockerd", spec.ID, gpuRequests(spec)[0].DeviceIDs)
+			var ids []string
+			for _, d := range gpuRequests(spec) {
+				ids = append(ids, d.DeviceIDs...)
+			}
+			return suanli.Errorf(suanli.EINVALID, "instance %d asks GPUs %v but Docker on this host has no NVIDIA runtime: install the NVIDIA Container Toolkit and restart dockerd", spec.ID, ids)
 		case strings.Contains(msg, "port is already allocated") || strings.Contains(msg, "address already in use"):
 			if neverStarted(c) && attempt < 3 {
 				r.log.Info("host port taken since create; recreating with new ports", "instance_id", spec.ID, "err", msg)

@@ -476,3 +476,31 @@ func TestAdoptedExitNoticed(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestExecAndPreflight(t *testing.T) {
+	r, _ := newRuntime(t)
+	ctx := t.Context()
+	spec := shSpec(41, "echo started; sleep 30")
+	spec.Env = map[string]string{"GREETING": "hi"}
+	if err := r.Ensure(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, r, 41, suanli.StatusRunning)
+	var out strings.Builder
+	code, err := r.Exec(ctx, 41, []string{"sh", "-c", `echo "$GREETING $SUANLI_INSTANCE_ID in $(basename $PWD)"; exit 3`}, nil, &out, &out)
+	if err != nil || code != 3 || out.String() != "hi 41 in work\n" {
+		t.Errorf("Exec = %d, %v, %q; want 3 and the instance's env and dir", code, err, out.String())
+	}
+	if _, err := r.Exec(ctx, 999, []string{"true"}, nil, &out, &out); suanli.ErrorCode(err) != suanli.ENOTFOUND {
+		t.Errorf("Exec on an unknown instance: %v", err)
+	}
+	if err := r.Preflight(ctx, suanli.InstanceSpec{ID: 5}); suanli.ErrorCode(err) != suanli.EINVALID {
+		t.Errorf("Preflight without a command: %v", err)
+	}
+	if err := r.Preflight(ctx, suanli.InstanceSpec{ID: 5, Cmd: []string{"no-such-command-xyz"}}); err == nil {
+		t.Errorf("Preflight of a missing command passed")
+	}
+	if err := r.Preflight(ctx, suanli.InstanceSpec{ID: 5, Cmd: []string{"sh", "-c", "true"}}); err != nil {
+		t.Errorf("Preflight of sh: %v", err)
+	}
+}

@@ -305,6 +305,16 @@ func newShowCmd(a *app) *cobra.Command {
 			row("cost so far", in.CostSoFar.String())
 			row("burn rate", in.BurnRate.String()+"/h")
 			row("guards", describeGuards(in.Guards))
+			if r := in.Restart; r.Policy != "" || r.Recover != "" {
+				desc := "restart " + orDefault(r.Policy, "never")
+				if r.Policy != "" && r.Policy != suanli.RestartNever {
+					desc += fmt.Sprintf(" (max %d)", orDefaultInt(r.MaxRestarts, suanli.DefaultMaxRestarts))
+				}
+				if r.Recover != "" {
+					desc += "; recover " + r.Recover
+				}
+				row("job", fmt.Sprintf("%s; %d restarts, %d relaunches elsewhere", desc, in.Restarts, in.Moves))
+			}
 			if in.Project != "" {
 				row("project", in.Project)
 			}
@@ -441,4 +451,18 @@ func newStateCmd(a *app, verb string) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the instance as JSON")
 	return cmd
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func orDefaultInt(n, def int) int {
+	if n == 0 {
+		return def
+	}
+	return n
 }
