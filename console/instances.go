@@ -238,11 +238,12 @@ type instanceJSON struct {
 	StatusMessage string `json:"status_message"`
 	CostSoFar     string `json:"cost_so_far"`
 	BurnRate      string `json:"burn_rate"`
+	GPUUtil       string `json:"gpu_util"`
 }
 
 func toJSON(in *suanli.Instance) instanceJSON {
 	return instanceJSON{ID: in.ID, Status: in.Status, StatusClass: statusClass(in.Status), StatusMessage: in.StatusMessage,
-		CostSoFar: in.CostSoFar.String(), BurnRate: in.BurnRate.String()}
+		CostSoFar: in.CostSoFar.String(), BurnRate: in.BurnRate.String(), GPUUtil: gpuUtil(in.Telemetry)}
 }
 
 func (c *Console) apiInstances(w http.ResponseWriter, r *http.Request) error {

@@ -290,14 +290,15 @@ func (c *Console) marketNames(r *http.Request) (gpus, regions []string) {
 	return gpus, regions
 }
 
-// quoteInputs are the quote form's inputs, as typed.
+// quoteInputs are the quote form's inputs, as typed; names follow the
+// API's QuoteRequest so that an error's field marks the input.
 type quoteInputs struct {
-	GPUs, Disk, Hours, Stopped, Up, Down, Type, Bid string
+	GPUs, Disk, Hours, Egress, Ingress, Type, Bid string
 }
 
 func readQuoteInputs(v url.Values) quoteInputs {
-	return quoteInputs{GPUs: v.Get("num_gpus"), Disk: v.Get("disk_gb"), Hours: v.Get("hours"), Stopped: v.Get("stopped_hours"),
-		Up: v.Get("up_gb"), Down: v.Get("down_gb"), Type: v.Get("rental_type"), Bid: v.Get("bid")}
+	return quoteInputs{GPUs: v.Get("num_gpus"), Disk: v.Get("disk_gb"), Hours: v.Get("hours"), Egress: v.Get("egress_gb"),
+		Ingress: v.Get("ingress_gb"), Type: v.Get("rental_type"), Bid: v.Get("bid")}
 }
 
 // parseInt reads a whole number input; empty is def.
@@ -313,34 +314,46 @@ func parseInt(field, s string, def int64) (int64, error) {
 	return n, nil
 }
 
-func (in quoteInputs) request() (quoteRequest, error) {
-	var q quoteRequest
-	var err error
-	var gpus int64
-	if gpus, err = parseInt("num_gpus", in.GPUs, 0); err != nil {
+// parseFloat reads a decimal input (hours, GB); empty is def.
+func parseFloat(field, s string, def float64) (float64, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return def, nil
+	}
+	x, err := strconv.ParseFloat(s, 64)
+	if err != nil || x != x {
+		return 0, suanli.FieldErrorf(field, "%q is not a number", s)
+	}
+	return x, nil
+}
+
+// request turns the inputs into the control plane's quote request for an
+// offer. Errors are EINVALID naming the input.
+func (in quoteInputs) request(offerID int64) (suanli.QuoteRequest, error) {
+	q := suanli.QuoteRequest{InstanceCreate: suanli.InstanceCreate{OfferID: offerID, RentalType: in.Type}}
+	gpus, err := parseInt("num_gpus", in.GPUs, 0)
+	if err != nil {
 		return q, err
 	}
-	q.GPUs = int(max(min(gpus, 1<<20), -1))
-	if q.DiskGB, err = parseInt("disk_gb", in.Disk, suanli.DefaultDiskGB); err != nil {
+	q.GPUCount = int(max(min(gpus, 1<<20), -1))
+	if q.DiskGB, err = parseInt("disk_gb", in.Disk, 0); err != nil {
 		return q, err
 	}
-	if q.RunHours, err = parseInt("hours", in.Hours, 24); err != nil {
+	if q.Hours, err = parseFloat("hours", in.Hours, 24); err != nil {
 		return q, err
 	}
-	if q.StoppedHours, err = parseInt("stopped_hours", in.Stopped, 0); err != nil {
+	if q.EgressGB, err = parseFloat("egress_gb", in.Egress, 0); err != nil {
 		return q, err
 	}
-	if q.UpGB, err = parseInt("up_gb", in.Up, 0); err != nil {
+	if q.IngressGB, err = parseFloat("ingress_gb", in.Ingress, 0); err != nil {
 		return q, err
 	}
-	if q.DownGB, err = parseInt("down_gb", in.Down, 0); err != nil {
-		return q, err
-	}
-	q.RentalType = in.Type
-	if q.RentalType == suanli.RentalInterruptible && strings.TrimSpace(in.Bid) != "" {
-		if q.Bid, err = suanli.ParseMoney(in.Bid); err != nil {
+	if in.Type == suanli.RentalInterruptible {
+		b, err := suanli.ParseMoney(in.Bid)
+		if err != nil {
 			return q, suanli.FieldErrorf("bid", "%v", err)
 		}
+		q.Bid = &b
 	}
 	return q, nil
 }
@@ -349,7 +362,7 @@ func (in quoteInputs) request() (quoteRequest, error) {
 // dph_total for diskGB), or ENOTFOUND.
 func (c *Console) findOffer(r *http.Request, id, diskGB int64) (*suanli.Offer, error) {
 	q := suanli.OfferQuery{Query: "id=" + strconv.FormatInt(id, 10) + " rentable=any", Limit: 1}
-	if diskGB > 0 && diskGB <= maxQuoteDisk {
+	if diskGB > 0 && diskGB <= maxDiskGB {
 		q.StorageGB = float64(diskGB)
 	}
 	res, err := c.svc.SearchOffers(r.Context(), q)
@@ -362,11 +375,14 @@ func (c *Console) findOffer(r *http.Request, id, diskGB int64) (*suanli.Offer, e
 	return res.Offers[0], nil
 }
 
+// maxDiskGB bounds the disk size priced into an offer's dph_total (1 PB).
+const maxDiskGB = 1_000_000
+
 // offerPage is the offer detail template's data.
 type offerPage struct {
 	Offer     *suanli.Offer
 	In        quoteInputs
-	Quote     *quote
+	Quote     *suanli.Quote
 	Error     *fieldError
 	GPUChoice []int
 	RentQuery string
@@ -381,8 +397,8 @@ func gpuChoices(o *suanli.Offer) []int {
 	return out
 }
 
-// handleOffer shows one offer with an itemized quote for the chosen GPUs,
-// disk, hours and traffic.
+// handleOffer shows one offer with the control plane's itemized quote for
+// the chosen GPUs, disk, hours and traffic, and its pre-flight checks.
 func (c *Console) handleOffer(w http.ResponseWriter, r *http.Request, s *session) error {
 	id, err := pathID(r, "offer")
 	if err != nil {
@@ -395,13 +411,13 @@ func (c *Console) handleOffer(w http.ResponseWriter, r *http.Request, s *session
 		return err
 	}
 	p := offerPage{Offer: o, In: in, GPUChoice: gpuChoices(o), Disk: suanli.DefaultStorageGB}
-	if disk > 0 && disk <= maxQuoteDisk {
+	if disk > 0 && disk <= maxDiskGB {
 		p.Disk = disk
 	}
 	status := http.StatusOK
-	req, err := in.request()
+	req, err := in.request(id)
 	if err == nil {
-		p.Quote, err = newQuote(o, req, c.svc.Config().FeeBasisPoints)
+		p.Quote, err = c.svc.Quote(r.Context(), req)
 	}
 	if err != nil {
 		if p.Error = formError(err); p.Error == nil {

@@ -13,17 +13,25 @@ import (
 // API's field names, so a service error's Field marks the right input.
 type rentInputs struct {
 	Image, Label, Cmd, Env, Disk, GPUs, Cores, Type, Bid string
+	Project, Tags                                        string
+	TTL, Idle, IdleMinutes, StopWindows, DestroyDays     string // ghost-spend guards
+	Restart, Recover                                     string
 }
 
+// Guard and restart inputs are named after the API's fields, so that an
+// error's field marks them.
 func readRentInputs(v url.Values) rentInputs {
 	return rentInputs{Image: v.Get("image"), Label: v.Get("label"), Cmd: v.Get("cmd"), Env: v.Get("env"), Disk: v.Get("disk_gb"),
-		GPUs: v.Get("num_gpus"), Cores: v.Get("cpu_cores"), Type: v.Get("rental_type"), Bid: v.Get("bid")}
+		GPUs: v.Get("num_gpus"), Cores: v.Get("cpu_cores"), Type: v.Get("rental_type"), Bid: v.Get("bid"),
+		Project: v.Get("project"), Tags: v.Get("tags"), TTL: v.Get("guards.max_runtime"), Idle: v.Get("idle_stop"),
+		IdleMinutes: v.Get("guards.idle_stop_minutes"), StopWindows: v.Get("guards.stop_windows"),
+		DestroyDays: v.Get("guards.destroy_after_stopped_days"), Restart: v.Get("restart.policy"), Recover: v.Get("restart.recover")}
 }
 
-// parseEnv reads NAME=value lines; blank lines and lines starting with #
-// are skipped. The service checks the names.
-func parseEnv(text string) (map[string]string, error) {
-	env := map[string]string{}
+// parsePairs reads NAME=value lines for field; blank lines and lines
+// starting with # are skipped. The service checks the names.
+func parsePairs(field, text string) (map[string]string, error) {
+	out := map[string]string{}
 	for i, line := range strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n") {
 		t := strings.TrimSpace(line)
 		if t == "" || strings.HasPrefix(t, "#") {
@@ -31,11 +39,49 @@ func parseEnv(text string) (map[string]string, error) {
 		}
 		k, v, ok := strings.Cut(t, "=")
 		if !ok || strings.TrimSpace(k) == "" {
-			return nil, suanli.FieldErrorf("env", "line %d: %q is not NAME=value", i+1, t)
+			return nil, suanli.FieldErrorf(field, "line %d: %q is not NAME=value", i+1, t)
 		}
-		env[strings.TrimSpace(k)] = v
+		out[strings.TrimSpace(k)] = v
 	}
-	return env, nil
+	return out, nil
+}
+
+// lines returns the non-blank lines of text, trimmed.
+func lines(text string) []string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// guards reads the ghost-spend guard inputs. Idle auto-stop is on unless
+// its box is unticked.
+func (in rentInputs) guards() (suanli.Guards, error) {
+	var g suanli.Guards
+	ttl, err := suanli.ParseDuration(in.TTL)
+	if err != nil || ttl < 0 {
+		return g, suanli.FieldErrorf("guards.max_runtime", "%q is not a duration: write 8h, 90m or 7d", in.TTL)
+	}
+	g.MaxRuntime = suanli.Duration(ttl)
+	if in.Idle == "" {
+		g.IdleStopMinutes = -1
+	} else {
+		n, err := parseInt("guards.idle_stop_minutes", in.IdleMinutes, 0)
+		if err != nil {
+			return g, err
+		}
+		g.IdleStopMinutes = int(max(min(n, 1<<20), -1))
+	}
+	g.StopWindows = lines(in.StopWindows)
+	days, err := parseInt("guards.destroy_after_stopped_days", in.DestroyDays, 0)
+	if err != nil {
+		return g, err
+	}
+	g.DestroyAfterStoppedDays = int(max(min(days, 1<<20), -1))
+	return g, nil
 }
 
 // create turns the inputs into a rental request for offer id. Errors are
@@ -45,12 +91,27 @@ func (in rentInputs) create(offerID int64) (suanli.InstanceCreate, error) {
 	if cmd := strings.TrimSpace(in.Cmd); cmd != "" {
 		c.Cmd = []string{"sh", "-c", strings.ReplaceAll(cmd, "\r\n", "\n")}
 	}
-	env, err := parseEnv(in.Env)
+	env, err := parsePairs("env", in.Env)
 	if err != nil {
 		return c, err
 	}
 	if len(env) > 0 {
 		c.Env = env
+	}
+	tags, err := parsePairs("tags", in.Tags)
+	if err != nil {
+		return c, err
+	}
+	if len(tags) > 0 {
+		c.Tags = tags
+	}
+	c.Project = strings.TrimSpace(in.Project)
+	if c.Guards, err = in.guards(); err != nil {
+		return c, err
+	}
+	c.Restart.Policy = in.Restart
+	if in.Recover != "" {
+		c.Restart.Recover = "elsewhere"
 	}
 	if c.DiskGB, err = parseInt("disk_gb", in.Disk, 0); err != nil {
 		return c, err
@@ -83,18 +144,19 @@ type rentPage struct {
 	In        rentInputs
 	Error     *fieldError
 	GPUChoice []int
-	Quote     *quote // per-hour figures for the chosen size; nil when the inputs do not price
+	Quote     *suanli.Quote // an hour of the chosen size; nil when the inputs do not price
+	QuoteErr  string        // why they do not
 }
 
 func (c *Console) renderRent(w http.ResponseWriter, r *http.Request, s *session, status int, o *suanli.Offer, in rentInputs, fe *fieldError) {
 	p := rentPage{Offer: o, In: in, Error: fe, GPUChoice: gpuChoices(o)}
-	gpus, _ := strconv.Atoi(in.GPUs)
-	disk, _ := strconv.ParseInt(in.Disk, 10, 64)
-	qr := quoteRequest{GPUs: gpus, DiskGB: disk, RunHours: 1, RentalType: in.Type}
-	if in.Type == suanli.RentalInterruptible {
-		qr.Bid, _ = suanli.ParseMoney(in.Bid)
+	qr, err := quoteInputs{GPUs: in.GPUs, Disk: in.Disk, Hours: "1", Type: in.Type, Bid: in.Bid}.request(o.ID)
+	if err == nil {
+		p.Quote, err = c.svc.Quote(r.Context(), qr)
 	}
-	p.Quote, _ = newQuote(o, qr, c.svc.Config().FeeBasisPoints)
+	if err != nil {
+		p.QuoteErr = suanli.ErrorMessage(err)
+	}
 	c.render(w, r, status, "rent.html", &view{Title: "Rent offer " + strconv.FormatInt(o.ID, 10), Nav: "offers", sess: s, Page: p})
 }
 
@@ -116,6 +178,9 @@ func (c *Console) handleRentForm(w http.ResponseWriter, r *http.Request, s *sess
 	}
 	if in.Type == "" {
 		in.Type = suanli.RentalOnDemand
+	}
+	if in.Idle == "" && in.IdleMinutes == "" {
+		in.Idle, in.IdleMinutes = "on", strconv.Itoa(suanli.DefaultIdleStopMinutes)
 	}
 	c.renderRent(w, r, s, http.StatusOK, o, in, nil)
 	return nil

@@ -39,6 +39,8 @@ var funcs = template.FuncMap{
 	"gpuLabel":    gpuLabel,
 	"withQuery":   withQuery,
 	"shell":       shellQuote,
+	"dur":         func(d suanli.Duration) string { return time.Duration(d).String() },
+	"gpuUtil":     gpuUtil,
 	"mbGB":        func(mb int64) string { return formatNum(float64(mb) / 1024) },
 }
 
@@ -73,6 +75,15 @@ func shellQuote(args []string) string {
 		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 	}
 	return strings.Join(out, " ")
+}
+
+// gpuUtil shows an instance's GPU utilisation from the agent's telemetry,
+// "—" when there is none (not running, or no report yet).
+func gpuUtil(t *suanli.Telemetry) string {
+	if t == nil {
+		return "—"
+	}
+	return strconv.FormatFloat(t.GPUUtilPercent, 'f', 0, 64) + "%"
 }
 
 // statusClass groups statuses into the few colours the CSS knows.

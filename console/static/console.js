@@ -74,6 +74,7 @@
     setText(root, '[data-field="status_message"]', d.status_message || "");
     setText(root, '[data-field="cost_so_far"]', d.cost_so_far);
     setText(root, '[data-field="burn_rate"]', d.burn_rate);
+    setText(root, '[data-field="gpu_util"]', d.gpu_util);
   }
 
   // The instances table.
