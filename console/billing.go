@@ -1,11 +1,9 @@
 package console
 
 import (
-	"cmp"
 	"encoding/csv"
 	"html/template"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,39 +11,35 @@ import (
 	"github.com/suanli/suanli"
 )
 
-// Billing page bounds: the chart's days, and how many charges one page
-// view reads (the settlement loop writes one per meter every few seconds,
-// so a busy month can hold many).
+// Billing page bounds: the days the chart covers, the bars per breakdown,
+// and the charges one CSV download holds.
 const (
-	billingDays     = 30
-	maxChargeScan   = 200_000
-	statementRows   = 100
-	maxCSVCharges   = 1_000_000
-	instanceBarRows = 20
+	billingDays   = 30
+	breakdownRows = 20
+	maxCSVCharges = 1_000_000
+	invoiceMonths = 3
 )
 
 func (c *Console) registerBillingRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /billing", c.page(c.handleBilling))
 	mux.HandleFunc("GET /billing/charges.csv", c.page(c.handleChargesCSV))
+	mux.HandleFunc("GET /billing/invoices/{file}", c.page(c.handleInvoiceCSV))
 }
 
-// instanceSpend is one instance's spend over the period.
-type instanceSpend struct {
-	ID     int64
-	Name   string
+// shareRow is one group of a breakdown (a project, an instance, a meter)
+// with its bar.
+type shareRow struct {
+	Key    string
+	Name   string // the instance's label or image, for instance rows
+	Link   string // the instance's page, for instance rows
 	Amount suanli.Money
 	Bar    template.HTML
 }
 
-// statementRow is the charges of one instance and meter on one day (or one
-// credit), which is how a person reads a bill; the CSV has every charge.
-type statementRow struct {
-	Day        time.Time
-	InstanceID int64
-	Kind       string
-	Charges    int
-	Amount     suanli.Money
-	Memo       string
+// budgetRow is a budget with its progress bar.
+type budgetRow struct {
+	B   *suanli.Budget
+	Bar template.HTML
 }
 
 // billingPage is the billing template's data.
@@ -55,12 +49,14 @@ type billingPage struct {
 	Chart       template.HTML
 	Days        []dayTotal
 	PeriodTotal suanli.Money
-	ByKind      []kindTotal
-	ByInstance  []instanceSpend
-	Statement   []statementRow
-	Partial     bool // more charges than one view reads: the figures cover the newest
-	Scanned     int
 	From        time.Time
+	ByProject   []shareRow
+	ByInstance  []shareRow
+	ByService   []shareRow
+	Budgets     []budgetRow
+	Alerts      []*suanli.Alert
+	Invoice     *suanli.Invoice
+	Months      []string // invoices to download, newest first
 }
 
 // runway says how long balance lasts at burn per hour, in integer hours.
@@ -81,80 +77,104 @@ func runway(balance, burn suanli.Money) string {
 	return "The balance lasts about " + plural(int(h/24), "day", "days") + " at the current burn rate"
 }
 
-func (c *Console) handleBilling(w http.ResponseWriter, r *http.Request, s *session) error {
-	bal, err := c.svc.Balance(r.Context())
-	if err != nil {
-		return err
-	}
-	now := c.now()
-	last := midnight(now)
-	first := last.AddDate(0, 0, -(billingDays - 1))
-	sum, err := c.svc.FindCharges(r.Context(), suanli.ChargeFilter{Since: &first, Limit: maxChargeScan})
-	if err != nil {
-		return err
-	}
-	p := billingPage{Balance: bal, Runway: runway(bal.Balance, bal.BurnRate), From: first, Scanned: len(sum.Charges),
-		Partial: sum.Count > len(sum.Charges)}
-	p.Days = spendByDay(sum.Charges, first, last)
-	for _, d := range p.Days {
-		p.PeriodTotal += d.Amount
-	}
-	p.Chart = spendChart(p.Days, "Spend by day, last "+strconv.Itoa(billingDays)+" days")
-	for _, m := range meterNames {
-		p.ByKind = append(p.ByKind, kindTotal{Kind: m.label, Amount: sum.ByKind[m.kind]})
-	}
-
-	names := map[int64]string{}
-	if ins, _, err := c.svc.FindInstances(r.Context(), suanli.InstanceFilter{Limit: 10000}); err == nil {
-		for _, in := range ins {
-			n := in.Image
-			if in.Label != "" {
-				n = in.Label
-			}
-			names[in.ID] = n
-		}
-	}
-	byInst := map[int64]suanli.Money{}
-	rows := map[statementRow]*statementRow{}
-	var order []*statementRow
-	for _, ch := range sum.Charges {
-		if ch.Kind == "credit" {
-			order = append(order, &statementRow{Day: midnight(ch.CreatedAt), Kind: "credit", Charges: 1, Amount: ch.Amount, Memo: ch.Memo})
-			continue
-		}
-		byInst[ch.InstanceID] += ch.Amount
-		key := statementRow{Day: midnight(ch.To), InstanceID: ch.InstanceID, Kind: ch.Kind}
-		row, ok := rows[key]
-		if !ok {
-			row = &key
-			rows[key] = row
-			order = append(order, row)
-		}
-		row.Charges++
-		row.Amount += ch.Amount
-	}
+// shares turns a cost report into bars against its largest row.
+func shares(rep *suanli.CostReport, link func(key string) string) []shareRow {
+	var out []shareRow
 	var largest suanli.Money
-	for id, amt := range byInst {
-		p.ByInstance = append(p.ByInstance, instanceSpend{ID: id, Name: names[id], Amount: amt})
-		largest = max(largest, amt)
+	for _, r := range rep.Rows {
+		largest = max(largest, r.Amount)
 	}
-	slices.SortFunc(p.ByInstance, func(a, b instanceSpend) int {
-		return cmp.Or(cmp.Compare(b.Amount, a.Amount), cmp.Compare(a.ID, b.ID))
-	})
-	if len(p.ByInstance) > instanceBarRows {
-		p.ByInstance = p.ByInstance[:instanceBarRows]
-	}
-	for i := range p.ByInstance {
-		p.ByInstance[i].Bar = shareBar(p.ByInstance[i].Amount, largest)
-	}
-	for _, row := range order { // charges come newest first, so rows do too
-		if len(p.Statement) == statementRows {
+	for i, r := range rep.Rows {
+		if i == breakdownRows {
 			break
 		}
-		p.Statement = append(p.Statement, *row)
+		row := shareRow{Key: r.Key, Amount: r.Amount, Bar: shareBar(r.Amount, largest)}
+		if link != nil {
+			row.Link = link(r.Key)
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+// daysOf spreads a by-day cost report over the days from first to last.
+func daysOf(rep *suanli.CostReport, first, last time.Time) []dayTotal {
+	byKey := map[string]suanli.Money{}
+	for _, r := range rep.Rows {
+		byKey[r.Key] = r.Amount
+	}
+	var days []dayTotal
+	for d := first; !d.After(last); d = d.AddDate(0, 0, 1) {
+		days = append(days, dayTotal{Day: d, Amount: byKey[d.Format(time.DateOnly)]})
+	}
+	return days
+}
+
+// handleBilling shows the money: balance and runway, budgets, spend by
+// day, project, instance and meter (the control plane's cost reports, which
+// reconcile with the ledger), this month's invoice and downloads.
+func (c *Console) handleBilling(w http.ResponseWriter, r *http.Request, s *session) error {
+	ctx := r.Context()
+	bal, err := c.svc.Balance(ctx)
+	if err != nil {
+		return err
+	}
+	now := c.now().UTC()
+	last := midnight(now)
+	first := last.AddDate(0, 0, -(billingDays - 1))
+	p := billingPage{Balance: bal, Runway: runway(bal.Balance, bal.BurnRate), From: first}
+	report := func(by string) (*suanli.CostReport, error) { return c.svc.CostReport(ctx, by, first) }
+	day, err := report("day")
+	if err != nil {
+		return err
+	}
+	p.Days, p.PeriodTotal = daysOf(day, first, last), day.Total
+	p.Chart = spendChart(p.Days, "Spend by day, last "+strconv.Itoa(billingDays)+" days")
+	for by, dst := range map[string]*[]shareRow{"project": &p.ByProject, "instance": &p.ByInstance, "service": &p.ByService} {
+		rep, err := report(by)
+		if err != nil {
+			return err
+		}
+		var link func(string) string
+		if by == "instance" {
+			link = func(k string) string { return "/instances/" + k }
+		}
+		*dst = shares(rep, link)
+	}
+	if ins, _, err := c.svc.FindInstances(ctx, suanli.InstanceFilter{Limit: 10000}); err == nil {
+		names := map[string]string{}
+		for _, in := range ins {
+			names[strconv.FormatInt(in.ID, 10)] = cmpOr(in.Label, in.Image)
+		}
+		for i := range p.ByInstance {
+			p.ByInstance[i].Name = names[p.ByInstance[i].Key]
+		}
+	}
+	bs, err := c.svc.FindBudgets(ctx)
+	if err != nil {
+		return err
+	}
+	for _, b := range bs {
+		p.Budgets = append(p.Budgets, budgetRow{B: b, Bar: budgetBar(b.Percent, b.Thresholds)})
+	}
+	if p.Alerts, err = c.svc.FindAlerts(ctx, 10); err != nil {
+		return err
+	}
+	if p.Invoice, err = c.svc.Invoice(ctx, now.Format("2006-01")); err != nil {
+		return err
+	}
+	for i := range invoiceMonths {
+		p.Months = append(p.Months, time.Date(now.Year(), now.Month()-time.Month(i), 1, 0, 0, 0, 0, time.UTC).Format("2006-01"))
 	}
 	c.render(w, r, http.StatusOK, "billing.html", &view{Title: "Billing", Nav: "billing", sess: s, Page: p})
 	return nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 // csvSafe keeps a spreadsheet from reading a text cell as a formula.
@@ -165,15 +185,19 @@ func csvSafe(s string) string {
 	return s
 }
 
+func csvHeaders(w http.ResponseWriter, name string) {
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
+}
+
 // handleChargesCSV downloads every charge and credit as CSV (amounts in
-// currency units with six decimals at most, as suanli.Money formats them).
+// currency units, as suanli.Money formats them).
 func (c *Console) handleChargesCSV(w http.ResponseWriter, r *http.Request, s *session) error {
 	sum, err := c.svc.FindCharges(r.Context(), suanli.ChargeFilter{Limit: maxCSVCharges})
 	if err != nil {
 		return err
 	}
-	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-	w.Header().Set("Content-Disposition", `attachment; filename="suanli-charges.csv"`)
+	csvHeaders(w, "suanli-charges.csv")
 	cw := csv.NewWriter(w)
 	cw.Write([]string{"id", "created_at", "instance_id", "kind", "amount", "from", "to", "quantity", "memo"})
 	for _, ch := range sum.Charges {
@@ -184,6 +208,28 @@ func (c *Console) handleChargesCSV(w http.ResponseWriter, r *http.Request, s *se
 		cw.Write([]string{strconv.FormatInt(ch.ID, 10), ch.CreatedAt.UTC().Format(time.RFC3339), inst, ch.Kind, ch.Amount.Decimal(),
 			ch.From.UTC().Format(time.RFC3339Nano), ch.To.UTC().Format(time.RFC3339Nano), csvSafe(ch.Quantity), csvSafe(ch.Memo)})
 	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// handleInvoiceCSV downloads a month's invoice (/billing/invoices/2026-11.csv).
+func (c *Console) handleInvoiceCSV(w http.ResponseWriter, r *http.Request, s *session) error {
+	month, ok := strings.CutSuffix(r.PathValue("file"), ".csv")
+	if !ok {
+		return suanli.Errorf(suanli.ENOTFOUND, "invoice %q not found: ask for MONTH.csv, e.g. %s.csv", r.PathValue("file"), c.now().Format("2006-01"))
+	}
+	inv, err := c.svc.Invoice(r.Context(), month)
+	if err != nil {
+		return err
+	}
+	csvHeaders(w, "suanli-invoice-"+inv.Month+".csv")
+	cw := csv.NewWriter(w)
+	cw.Write([]string{"month", "instance_id", "label", "project", "kind", "quantity", "amount"})
+	for _, l := range inv.Lines {
+		cw.Write([]string{inv.Month, strconv.FormatInt(l.InstanceID, 10), csvSafe(l.Label), csvSafe(l.Project), l.Kind, l.Quantity, l.Amount.Decimal()})
+	}
+	cw.Write([]string{inv.Month, "", "", "", "credits", "", inv.Credits.Decimal()})
+	cw.Write([]string{inv.Month, "", "", "", "total", "", inv.Total.Decimal()})
 	cw.Flush()
 	return cw.Error()
 }

@@ -287,16 +287,19 @@ func TestBrowser(t *testing.T) {
 	tb.open("/?gpu=RTX+4090", "table.offers")
 	tb.follow(chromedp.Click(chromedp.CSS("table.offers tbody tr:first-child td:nth-child(2) a")), "#quote-total")
 	tb.run(chromedp.SetValue(chromedp.CSS("#num_gpus"), "1"), chromedp.SetValue(chromedp.CSS("#hours"), "10"),
-		chromedp.SetValue(chromedp.CSS("#stopped_hours"), "100"))
+		chromedp.SetValue(chromedp.CSS("#egress_gb"), "5"))
 	tb.follow(chromedp.Click(chromedp.CSS(`.quote-form button`)), "#quote-total")
+	// The control plane's quote: compute, the disk while running, 5 GB sent.
 	diskMonth := suanli.Money(100_000 * 10)
-	want := suanli.Money(400_000)*10 + suanli.MulDiv(diskMonth, 10*suanli.MicrosPerHour, suanli.MicrosPerMonth) +
-		suanli.MulDiv(diskMonth, 100*suanli.MicrosPerHour, suanli.MicrosPerMonth)
+	want := suanli.Money(400_000)*10 + suanli.MulDiv(diskMonth, 10*suanli.MicrosPerHour, suanli.MicrosPerMonth) + 5*10_000
 	if got := tb.text("#quote-total"); got != want.String() {
-		t.Errorf("quote for 1 GPU × 10 h + 100 h stopped = %s, want %s", got, want)
+		t.Errorf("quote for 1 GPU × 10 h and 5 GB sent = %s, want %s", got, want)
 	}
-	if q := tb.text("table.quote"); !strings.Contains(q, "Storage while stopped") || !strings.Contains(q, "Platform fee") {
+	if q := tb.text("table.quote"); !strings.Contains(q, "storage while stopped") || !strings.Contains(q, "platform fee") {
 		t.Errorf("the quote lacks items:\n%s", q)
+	}
+	if c := tb.text("ul.checks"); !strings.Contains(c, "balance: $20.00 covers") {
+		t.Errorf("the quote's checks: %q", c)
 	}
 	tb.shot("offer")
 
@@ -304,7 +307,8 @@ func TestBrowser(t *testing.T) {
 	tb.follow(chromedp.Click(chromedp.CSS(`a.button[href*="/rent"]`)), "#image")
 	tb.run(chromedp.SetValue(chromedp.CSS("#image"), "busybox"),
 		chromedp.SetValue(chromedp.CSS("#cmd"), `echo "hello from the console: $GREETING"; i=0; while true; do i=$((i+1)); echo "step $i"; sleep 0.5; done`),
-		chromedp.SetValue(chromedp.CSS("#env"), "GREETING=hi"), chromedp.SetValue(chromedp.CSS("#label"), "console demo"))
+		chromedp.SetValue(chromedp.CSS("#env"), "GREETING=hi"), chromedp.SetValue(chromedp.CSS("#label"), "console demo"),
+		chromedp.SetValue(chromedp.CSS("#project"), "vision"), chromedp.SetValue(chromedp.CSS("#ttl"), "8h"))
 	tb.shot("create")
 	tb.follow(chromedp.Click(chromedp.CSS(`form.create button[type="submit"]`)), "[data-live-instance]")
 	loc := tb.location()
@@ -313,7 +317,8 @@ func TestBrowser(t *testing.T) {
 		t.Fatalf("after renting, the browser is at %s", loc)
 	}
 	id, _ := strconv.ParseInt(mm[1], 10, 64)
-	if in := m.instance(t, id); in.MachineID != rig || in.GPUCount != 1 || in.Env["GREETING"] != "hi" || in.Label != "console demo" {
+	if in := m.instance(t, id); in.MachineID != rig || in.GPUCount != 1 || in.Env["GREETING"] != "hi" || in.Label != "console demo" ||
+		in.Project != "vision" || time.Duration(in.Guards.MaxRuntime) != 8*time.Hour || in.Guards.IdleStopMinutes != suanli.DefaultIdleStopMinutes {
 		t.Errorf("created %+v", in)
 	}
 
@@ -378,8 +383,8 @@ func TestBrowser(t *testing.T) {
 	if bars != 1 {
 		t.Errorf("spend chart has %d non-empty bars, want 1 (today)", bars)
 	}
-	if st := tb.text("table.statement"); !strings.Contains(st, "compute") || !strings.Contains(st, "storage") {
-		t.Errorf("statement lacks compute and storage:\n%s", st)
+	if st := tb.text("table.statement"); !strings.Contains(st, "compute") || !strings.Contains(st, "storage") || !strings.Contains(st, "vision") {
+		t.Errorf("this month's invoice lacks the instance's compute and storage:\n%s", st)
 	}
 	tb.shot("billing")
 

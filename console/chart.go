@@ -114,25 +114,29 @@ func shareBar(amount, largest suanli.Money) template.HTML {
 		w, h, w, h, w, h, width, h))
 }
 
-// spendByDay sums renter charges (not credits) into the days from first to
-// last (midnight UTC, inclusive), by the day each charge's interval ended.
-func spendByDay(charges []*suanli.Charge, first, last time.Time) []dayTotal {
-	var days []dayTotal
-	index := map[time.Time]int{}
-	for d := first; !d.After(last); d = d.AddDate(0, 0, 1) {
-		index[d] = len(days)
-		days = append(days, dayTotal{Day: d})
+// budgetBar draws a budget's spend as a progress bar with a tick at each
+// alert threshold; past 100% the bar is full and marked over.
+func budgetBar(percent int, thresholds []int) template.HTML {
+	const w, h = 240, 14
+	class := "bar"
+	switch {
+	case percent >= 100:
+		class = "bar over"
+	case len(thresholds) > 0 && percent >= thresholds[0]:
+		class = "bar warn"
 	}
-	for _, ch := range charges {
-		if ch.Kind == "credit" {
-			continue
-		}
-		d := midnight(ch.To)
-		if i, ok := index[d]; ok {
-			days[i].Amount += ch.Amount
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="budget" viewBox="0 0 %d %d" width="%d" height="%d" role="img" aria-label="%d%% of the budget spent">`, w, h+6, w, h+6, percent)
+	fmt.Fprintf(&b, `<rect class="track" x="0" y="3" width="%d" height="%d" rx="3"/>`, w, h)
+	fmt.Fprintf(&b, `<rect class="%s" x="0" y="3" width="%d" height="%d" rx="3"/>`, class, w*min(max(percent, 0), 100)/100, h)
+	for _, t := range thresholds {
+		if t > 0 && t < 100 {
+			x := w * t / 100
+			fmt.Fprintf(&b, `<line class="threshold" x1="%d" y1="0" x2="%d" y2="%d"><title>alert at %d%%</title></line>`, x, x, h+6, t)
 		}
 	}
-	return days
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
 }
 
 func midnight(t time.Time) time.Time {

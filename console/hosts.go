@@ -71,13 +71,17 @@ type machineRow struct {
 	Util     int // percent of GPUs rented
 	In       listingInputs
 	Error    *fieldError
-	Open     bool // the listing form starts expanded
+	Open     bool                   // the listing form starts expanded
+	Earned   *suanli.MachineEarning // over the earnings period; nil when nothing
 }
+
+// earningsDays is the period the hosts page shows earnings for.
+const earningsDays = 30
 
 // hostsPage is the hosts template's data.
 type hostsPage struct {
 	Machines []machineRow
-	Earnings suanli.Money
+	Earnings *suanli.Earnings // the last earningsDays, with what is available now
 	Operator bool
 	Token    *suanli.JoinToken
 	Server   string
@@ -89,13 +93,16 @@ func (c *Console) hostsPage(r *http.Request) (*hostsPage, error) {
 		return nil, err
 	}
 	p := &hostsPage{Operator: suanli.PrincipalFromContext(r.Context()).Role == suanli.RoleOperator}
-	if bal, err := c.svc.Balance(r.Context()); err == nil {
-		p.Earnings = bal.Earnings
-	} else if suanli.ErrorCode(err) != suanli.EFORBIDDEN {
+	now := c.now()
+	if p.Earnings, err = c.svc.Earnings(r.Context(), now.AddDate(0, 0, -earningsDays), now.Add(time.Second)); err != nil {
 		return nil, err
 	}
+	earned := map[int64]*suanli.MachineEarning{}
+	for i := range p.Earnings.Machines {
+		earned[p.Earnings.Machines[i].MachineID] = &p.Earnings.Machines[i]
+	}
 	for _, m := range ms {
-		row := machineRow{M: m, In: listingInputsOf(m), GPUsUsed: len(m.GPUsInUse)}
+		row := machineRow{M: m, In: listingInputsOf(m), GPUsUsed: len(m.GPUsInUse), Earned: earned[m.ID]}
 		if n := len(m.Hardware.GPUs); n > 0 {
 			row.GPUName = m.Hardware.GPUs[0].Name
 			row.Util = 100 * row.GPUsUsed / n

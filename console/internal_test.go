@@ -56,16 +56,13 @@ func TestFiltersQuery(t *testing.T) {
 // alternative, and nothing that needs inline style or script.
 func TestSpendChart(t *testing.T) {
 	first := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-	charges := []*suanli.Charge{
-		{Kind: "compute", Amount: 1_500_000, To: first.Add(5 * time.Hour)},
-		{Kind: "storage", Amount: 500_000, To: first.Add(6 * time.Hour)},
-		{Kind: "compute", Amount: 1_000_000, To: first.AddDate(0, 0, 2)},
-		{Kind: "credit", Amount: -50_000_000, To: first.AddDate(0, 0, 2)},
-		{Kind: "compute", Amount: 9_000_000, To: first.AddDate(0, 0, -1)}, // before the period
-	}
-	days := spendByDay(charges, first, first.AddDate(0, 0, 6))
+	rep := &suanli.CostReport{By: "day", Rows: []suanli.CostRow{
+		{Key: "2026-02-28", Amount: 9_000_000}, // before the period
+		{Key: "2026-03-01", Amount: 2_000_000}, {Key: "2026-03-03", Amount: 1_000_000},
+	}}
+	days := daysOf(rep, first, first.AddDate(0, 0, 6))
 	if len(days) != 7 || days[0].Amount != 2_000_000 || days[2].Amount != 1_000_000 || days[1].Amount != 0 {
-		t.Fatalf("spendByDay = %+v", days)
+		t.Fatalf("daysOf = %+v", days)
 	}
 	svg := string(spendChart(days, "Spend & more"))
 	var doc struct {
@@ -99,6 +96,31 @@ func TestSpendChart(t *testing.T) {
 		if got := niceStep(c.max, 4); got != c.step {
 			t.Errorf("niceStep(%d) = %d, want %d", c.max, got, c.step)
 		}
+	}
+}
+
+func TestBudgetBar(t *testing.T) {
+	svg := string(budgetBar(85, []int{50, 80, 100}))
+	var doc struct {
+		Rects []struct {
+			Class string `xml:"class,attr"`
+			Width int    `xml:"width,attr"`
+		} `xml:"rect"`
+		Lines []struct {
+			X int `xml:"x1,attr"`
+		} `xml:"line"`
+	}
+	if err := xml.Unmarshal([]byte(svg), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Rects) != 2 || doc.Rects[1].Width != 204 || doc.Rects[1].Class != "bar warn" {
+		t.Errorf("85%% bar: %+v", doc.Rects)
+	}
+	if len(doc.Lines) != 2 || doc.Lines[0].X != 120 || doc.Lines[1].X != 192 {
+		t.Errorf("threshold ticks at 50%% and 80%%: %+v", doc.Lines)
+	}
+	if !strings.Contains(string(budgetBar(130, nil)), `class="bar over" x="0" y="3" width="240"`) {
+		t.Errorf("an overspent budget is not a full bar marked over")
 	}
 }
 
