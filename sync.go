@@ -21,6 +21,7 @@ type SyncRequest struct {
 	Logs         []LogChunk       `json:"logs,omitempty"`
 	Usage        []UsageReport    `json:"usage,omitempty"`
 	TaskResults  []TaskResult     `json:"task_results,omitempty"`
+	SSH          *SSHEndpoint     `json:"ssh,omitempty"` // sent with Hardware; nil: no SSH endpoint (or unchanged)
 }
 
 // InstanceReport is an agent's view of one instance.
@@ -62,7 +63,8 @@ type SyncResponse struct {
 	// Tasks are one-off requests the control plane waits on (pre-flight
 	// checks, exec). The agent runs each once and reports its result until
 	// the task is no longer listed.
-	Tasks []AgentTask `json:"tasks,omitempty"`
+	Tasks     []AgentTask `json:"tasks,omitempty"`
+	SSHCAKeys []string    `json:"ssh_ca_keys,omitempty"` // the SSH CA's public keys: the only user authorities the agent's SSH endpoint trusts
 }
 
 // Agent task kinds.

@@ -88,6 +88,13 @@ type Config struct {
 	// real NVIDIA GPUs); running instances with real GPUs then report their
 	// GPUs' mean utilisation and summed memory use.
 	GPUSampler func(ctx context.Context) ([]GPUSample, error)
+	// SSH, when set, is this machine's SSH endpoint (agent/sshd), reported
+	// with the hardware so that `suanli ssh` can reach it.
+	SSH *suanli.SSHEndpoint
+	// SSHAuthorities, when set, receives the SSH CA keys of every successful
+	// sync reply (none when the control plane has SSH off): the only keys the
+	// SSH endpoint may trust.
+	SSHAuthorities func(keys []string)
 }
 
 // Agent keeps one machine in sync with the control plane. Create it with
@@ -306,6 +313,7 @@ func (a *Agent) buildRequest(ctx context.Context) *suanli.SyncRequest {
 	if !a.synced {
 		hw := a.cfg.Hardware
 		req.Hardware = &hw
+		req.SSH = a.cfg.SSH
 	}
 	// Logs go once the server has said how much of each log it holds
 	// (the first response), so that a restarted agent resends nothing.
@@ -354,6 +362,9 @@ func (a *Agent) handle(ctx context.Context, req *suanli.SyncRequest, resp *suanl
 		a.log.Info("control plane reachable again, fence lifted")
 	}
 	a.version = resp.Version
+	if a.cfg.SSHAuthorities != nil {
+		a.cfg.SSHAuthorities(resp.SSHCAKeys)
+	}
 	if resp.HeartbeatInterval > 0 {
 		a.heartbeat = resp.HeartbeatInterval
 	}

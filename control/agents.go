@@ -56,6 +56,11 @@ func (s *Service) Sync(ctx context.Context, r *suanli.SyncRequest) (*suanli.Sync
 		AgentVersion: r.AgentVersion, Runtime: r.Runtime, Hardware: r.Hardware}); err != nil {
 		return nil, err
 	}
+	if r.SSH != nil {
+		if err := s.Store.SetMachineSSH(ctx, m.ID, *r.SSH, now); err != nil {
+			return nil, err
+		}
+	}
 	changed := m.Status != suanli.MachineOnline || r.Hardware != nil
 	for _, rep := range r.Instances {
 		c, err := s.applyReport(ctx, m.ID, rep, now)
@@ -72,6 +77,7 @@ func (s *Service) Sync(ctx context.Context, r *suanli.SyncRequest) (*suanli.Sync
 	if err := s.Store.RecordUsage(ctx, m.ID, r.Usage, now); err != nil {
 		return nil, err
 	}
+	s.tasks.deliver(m.ID, r.TaskResults)
 	if changed {
 		if err := s.refreshOffer(ctx, m.ID); err != nil {
 			return nil, err
@@ -185,7 +191,7 @@ func (s *Service) desired(ctx context.Context, machineID int64, r *suanli.SyncRe
 		if err != nil {
 			return nil, err
 		}
-		if v == r.KnownVersion {
+		if v == r.KnownVersion && len(s.tasks.pending(machineID)) == 0 {
 			t := time.NewTimer(s.cfg.HeartbeatInterval)
 			select {
 			case <-wake:
@@ -209,7 +215,8 @@ func (s *Service) desired(ctx context.Context, machineID int64, r *suanli.SyncRe
 		return nil, err
 	}
 	resp := &suanli.SyncResponse{MachineID: machineID, Version: v, HeartbeatInterval: s.cfg.HeartbeatInterval,
-		LostAfter: s.cfg.LostAfter, ServerTime: s.now(), Instances: []suanli.InstanceSpec{}}
+		LostAfter: s.cfg.LostAfter, ServerTime: s.now(), Instances: []suanli.InstanceSpec{}, Tasks: s.tasks.pending(machineID),
+		SSHCAKeys: s.sshCAKeys()}
 	resp.LogOffsets, err = s.Store.LogEnds(ctx, machineID)
 	if err != nil {
 		return nil, err

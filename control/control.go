@@ -9,6 +9,7 @@ import (
 
 	"github.com/suanli/suanli"
 	"github.com/suanli/suanli/auth"
+	"github.com/suanli/suanli/auth/sshca"
 	"github.com/suanli/suanli/market"
 	"github.com/suanli/suanli/sqlstore"
 )
@@ -63,11 +64,15 @@ type Service struct {
 	Index  *market.Index
 	Logger *slog.Logger
 	Now    func() time.Time
-	cfg    Config
+	// SSHAuthority signs SSH certificates (`suanli ssh`); nil: SSH is off and
+	// SignSSHCertificate answers EUNAVAILABLE. Set it before serving.
+	SSHAuthority *sshca.CA
+	cfg          Config
 
 	started     time.Time
 	lastObserve time.Time // the last lease check, for reliability accounting
 	hub         hub
+	tasks       taskBoard
 	usage       usageTracker
 	// Client makes webhook deliveries; http.DefaultClient with a timeout by default.
 	Client *http.Client
@@ -83,6 +88,7 @@ var (
 	_ suanli.BillingService  = (*Service)(nil)
 	_ suanli.AgentService    = (*Service)(nil)
 	_ suanli.AccountService  = (*Service)(nil)
+	_ suanli.SSHService      = (*Service)(nil)
 )
 
 // New returns a service over store and rebuilds the offer index from it.

@@ -97,6 +97,9 @@ func newFixture(t *testing.T, credit suanli.Money, cfg control.Config) *fixture 
 func (f *fixture) create(t *testing.T, c suanli.InstanceCreate) *suanli.Instance {
 	t.Helper()
 	c.OfferID, c.Image = f.machine, "img"
+	if c.Cmd == nil {
+		c.Cmd = []string{"train.sh"}
+	}
 	if c.GPUCount == 0 {
 		c.GPUCount = 1
 	}
@@ -225,7 +228,7 @@ func TestBudgetAlertsWebhookAndHardStop(t *testing.T) {
 		t.Errorf("instance outside the budget's scope: %s, want running", s)
 	}
 	// New rentals in the scope are refused with the numbers; others are not.
-	_, err := f.svc.CreateInstance(f.renter, suanli.InstanceCreate{OfferID: f.machine, Image: "x", GPUCount: 1, Project: "ml"})
+	_, err := f.svc.CreateInstance(f.renter, suanli.InstanceCreate{OfferID: f.machine, Image: "x", GPUCount: 1, Project: "ml", Cmd: []string{"x"}})
 	if suanli.ErrorCode(err) != suanli.EPAYMENTREQUIRED || !strings.Contains(err.Error(), `budget "ml"`) {
 		t.Errorf("create in a spent budget: %v", err)
 	}
@@ -372,7 +375,7 @@ func TestQuotaForNewAccounts(t *testing.T) {
 	f := newFixture(t, suanli.Dollars(100), control.Config{})
 	a := f.create(t, suanli.InstanceCreate{GPUCount: 1})
 	f.create(t, suanli.InstanceCreate{GPUCount: 1})
-	_, err := f.svc.CreateInstance(f.renter, suanli.InstanceCreate{OfferID: f.machine, Image: "x", GPUCount: 1})
+	_, err := f.svc.CreateInstance(f.renter, suanli.InstanceCreate{OfferID: f.machine, Image: "x", GPUCount: 1, Cmd: []string{"x"}})
 	if suanli.ErrorCode(err) != suanli.EFORBIDDEN || !strings.Contains(err.Error(), "new accounts (first 7 days) may run 2 GPUs at once") {
 		t.Fatalf("third GPU for a new account: %v", err)
 	}

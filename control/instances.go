@@ -4,6 +4,7 @@ import (
 	"context"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/suanli/suanli"
 	"github.com/suanli/suanli/sched"
@@ -143,6 +144,9 @@ func (s *Service) tryCreate(ctx context.Context, p *suanli.Principal, c suanli.I
 	}
 	plan, err := sched.Place(m, sched.Usage{GPUs: gpus, CPUCores: cores, RAMMB: ram}, req)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.preflight(ctx, m, c, plan); err != nil {
 		return nil, err
 	}
 	in := &suanli.Instance{
@@ -307,4 +311,34 @@ func (s *Service) InstanceLogs(ctx context.Context, id int64, offset int64) (*su
 
 func storePlacement(in *suanli.Instance, p *sched.Plan) sqlstore.Placement {
 	return sqlstore.Placement{Instance: in, HourlyCost: p.HourlyCost, RAMMB: p.RAMMB}
+}
+
+// PreflightWait bounds how long a create waits for the host's pre-flight check.
+const PreflightWait = time.Minute
+
+// preflight checks, before anything is reserved or billed, that the host
+// can run the request: for the process runtime that a command was given;
+// for the Docker runtime the agent checks the image (architecture, present
+// or pullable, credentials), disk and ports, and its answer is the error.
+func (s *Service) preflight(ctx context.Context, m *suanli.Machine, c suanli.InstanceCreate, plan *sched.Plan) error {
+	switch m.Runtime {
+	case "process":
+		if len(c.Cmd) == 0 {
+			return suanli.FieldErrorf("cmd", "machine %d runs instances as processes (no container runtime): pass the command after -- (suanli create %d --image IMAGE -- CMD ARGS…)", m.ID, m.ID)
+		}
+		return nil
+	case "docker":
+	default:
+		return nil
+	}
+	spec := suanli.InstanceSpec{Desired: suanli.DesiredRunning, Image: c.Image, Cmd: c.Cmd, Env: c.Env, DiskGB: c.DiskGB,
+		GPUIndexes: plan.GPUIndexes, GPUUUIDs: plan.GPUUUIDs, Simulated: m.Simulated, CPUCores: plan.CPUCores, RAMMB: plan.RAMMB}
+	r, err := s.runTask(ctx, m.ID, suanli.AgentTask{Kind: suanli.TaskPreflight, Spec: &spec, Timeout: PreflightWait}, PreflightWait+10*time.Second)
+	if err != nil {
+		return err
+	}
+	if r.Error != "" {
+		return suanli.Errorf(suanli.EINVALID, "pre-flight on machine %d: %s (nothing was reserved or billed)", m.ID, r.Error)
+	}
+	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/control"
 )
 
 // Client speaks the API for the CLI and the agent. It implements the
@@ -288,4 +289,10 @@ func (c *Client) Sync(ctx context.Context, r *suanli.SyncRequest) (*suanli.SyncR
 // SetQuota overrides an account's quota (operators).
 func (c *Client) SetQuota(ctx context.Context, accountID int64, q suanli.Quota) error {
 	return c.do(ctx, c.HTTP, http.MethodPut, "/v1/admin/quota", QuotaRequest{AccountID: accountID, GPUs: q.GPUs, Instances: q.Instances}, nil)
+}
+
+// Exec runs a command in an instance.
+func (c *Client) Exec(ctx context.Context, id int64, cmd []string, timeout time.Duration) (*control.ExecResult, error) {
+	var r control.ExecResult
+	return &r, c.do(ctx, c.Long, http.MethodPost, fmt.Sprintf("/v1/instances/%d/exec", id), ExecRequest{Cmd: cmd, TimeoutSeconds: int64(timeout / time.Second)}, &r)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/control"
 )
 
 // apiOp describes one operation for the OpenAPI document.
@@ -27,6 +28,7 @@ var apiOps = []apiOp{
 	{"POST", "/v1/instances/{id}/start", "Start a stopped instance on the same GPUs.", nil, suanli.Instance{}},
 	{"DELETE", "/v1/instances/{id}", "Destroy: end the rental; all billing stops.", nil, suanli.Instance{}},
 	{"GET", "/v1/instances/{id}/logs", "The instance's log from offset.", nil, suanli.LogChunk{}},
+	{"POST", "/v1/instances/{id}/exec", "Run a command in a running instance; its exit code and output.", ExecRequest{}, control.ExecResult{}},
 	{"GET", "/v1/instances/{id}/events", "The instance's status changes.", nil, nil},
 	{"GET", "/v1/machines", "The caller's machines.", nil, MachineList{}},
 	{"GET", "/v1/machines/{id}", "One machine.", nil, suanli.Machine{}},

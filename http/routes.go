@@ -117,6 +117,21 @@ func (s *Server) registerInstanceRoutes() {
 		}
 		return writeJSON(w, 200, c)
 	})
+	s.route("POST /v1/instances/{id}/exec", false, func(w http.ResponseWriter, r *http.Request) error {
+		id, err := pathID(r, "id")
+		if err != nil {
+			return err
+		}
+		var req ExecRequest
+		if err := decode(r, &req); err != nil {
+			return err
+		}
+		res, err := s.Service.Exec(r.Context(), id, req.Cmd, time.Duration(req.TimeoutSeconds)*time.Second)
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, 200, res)
+	})
 	s.route("GET /v1/instances/{id}/events", false, func(w http.ResponseWriter, r *http.Request) error {
 		id, err := pathID(r, "id")
 		if err != nil {
@@ -145,6 +160,12 @@ func (s *Server) instanceAction(fn func(ctx context.Context, id int64) (*suanli.
 		}
 		return writeJSON(w, status, in)
 	}
+}
+
+// ExecRequest is the body of POST /v1/instances/{id}/exec.
+type ExecRequest struct {
+	Cmd            []string `json:"cmd"`
+	TimeoutSeconds int64    `json:"timeout_seconds,omitempty"`
 }
 
 // MachineList is the reply of GET /v1/machines.
@@ -305,6 +326,9 @@ func (s *Server) registerAgentRoutes() {
 		var req suanli.SyncRequest
 		if err := decode(r, &req); err != nil {
 			return err
+		}
+		if req.SSH != nil && req.SSH.Host == "" {
+			req.SSH.Host = clientIP(r) // the agent advertises no address: use the one it syncs from
 		}
 		resp, err := s.Service.Sync(r.Context(), &req)
 		if err != nil {

@@ -319,4 +319,3 @@ func (s *DB) AccountsWithLiveInstances(ctx context.Context) ([]int64, error) {
 	}
 	return out, rows.Err()
 }
-

@@ -217,6 +217,13 @@ func TestEndToEnd(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 
+	// exec runs inside the instance, with its env; the exit code comes back.
+	cmd := exec.Command(binary, "exec", id, "--", "sh", "-c", `echo "in $SUANLI_INSTANCE_ID: $GREETING"; exit 7`)
+	cmd.Env = append(os.Environ(), "SUANLI_HOME="+m.home)
+	out, err := cmd.Output()
+	if code := cmd.ProcessState.ExitCode(); code != 7 || string(out) != fmt.Sprintf("in %d: hello from suanli\n", in.ID) {
+		t.Errorf("exec: exit %d (%v), output %q", code, err, out)
+	}
 	time.Sleep(3 * time.Second) // let time pass: compute accrues
 	var stopped suanli.Instance
 	m.mustJSON(&stopped, "stop", id)
