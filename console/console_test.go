@@ -27,7 +27,7 @@ type formCase struct {
 // mustInstance creates an instance of the renter's with one GPU.
 func mustInstance(t *testing.T, m *market, offer int64) *suanli.Instance {
 	t.Helper()
-	in, err := m.svc.CreateInstance(as(m.renterID), suanli.InstanceCreate{OfferID: offer, Image: "busybox", GPUCount: 1})
+	in, err := m.svc.CreateInstance(as(m.renterID), suanli.InstanceCreate{OfferID: offer, Image: "busybox", GPUCount: 1, Cmd: []string{"sleep", "600"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestFormsNeedSessionAndCSRF(t *testing.T) {
 			form:    url.Values{"confirmed": {"yes"}},
 			changed: func(t *testing.T, p page) bool { return m.instance(t, b.ID).Desired != suanli.DesiredStopped }},
 		{name: "rent", who: "renter", path: ids("/offers/ID/rent", mid), okCode: http.StatusSeeOther,
-			form: url.Values{"image": {"busybox"}, "num_gpus": {"1"}, "disk_gb": {"10"}, "rental_type": {"on-demand"}},
+			form: url.Values{"image": {"busybox"}, "cmd": {"sleep 600"}, "num_gpus": {"1"}, "disk_gb": {"10"}, "rental_type": {"on-demand"}},
 			changed: func(t *testing.T, p page) bool {
 				all, _, err := m.svc.FindInstances(as(m.renterID), suanli.InstanceFilter{})
 				if err != nil {
@@ -285,8 +285,9 @@ func TestFormErrorsNameTheField(t *testing.T) {
 		{url.Values{"image": {"x"}, "disk_gb": {"lots"}}, 400, "disk_gb: &#34;lots&#34; is not a whole number", "disk_gb"},
 		{url.Values{"image": {"x"}, "env": {"JUST_A_NAME"}}, 400, "env: line 1", "env"},
 		{url.Values{"image": {"x"}, "env": {"SUANLI_X=1"}}, 400, "names starting with SUANLI_ are reserved", "env"},
-		{url.Values{"image": {"x"}, "rental_type": {"interruptible"}, "bid": {"0.01"}}, 400, "below this offer&#39;s minimum bid of $0.40/h", "bid"},
-		{url.Values{"image": {"x"}, "num_gpus": {"3"}}, 409, "has 2 free GPUs, you asked for 3", ""},
+		{url.Values{"image": {"x"}, "cmd": {"true"}, "rental_type": {"interruptible"}, "bid": {"0.01"}}, 400, "below this offer&#39;s minimum bid of $0.40/h", "bid"},
+		{url.Values{"image": {"x"}, "cmd": {"true"}, "num_gpus": {"3"}}, 409, "has 2 free GPUs, you asked for 3", ""},
+		{url.Values{"image": {"x"}}, 400, "runs instances as processes", "cmd"},
 	} {
 		c.form.Set("csrf", tok)
 		p := b.post(path, c.form)

@@ -14,9 +14,10 @@
 //   - the HTML templates, CSS and JavaScript, embedded in the binary and
 //     served under a strict Content-Security-Policy (no inline script or
 //     style, no third-party origin);
-//   - presentation-only arithmetic: the itemized quote an offer's prices
-//     imply (Quote) and the spend aggregates the billing page charts, both in
-//     suanli.Money integer arithmetic.
+//   - presentation: the SVG charts (spend by day, shares, budget bars) drawn
+//     on the server from the control plane's cost reports, in suanli.Money
+//     integer arithmetic; quotes, budgets, invoices and earnings are the
+//     control plane's own (Quote, FindBudgets, Invoice, Earnings).
 //
 // It calls the control plane's services with the signed-in caller's
 // suanli.Principal in the context, exactly as the JSON API does, so every
