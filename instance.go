@@ -63,6 +63,9 @@ type Instance struct {
 	Cmd           []string          `json:"cmd,omitempty"`
 	Env           map[string]string `json:"env,omitempty"`
 	DiskGB        int64             `json:"disk_gb"`
+	Ports         []int             `json:"ports,omitempty"`    // container TCP ports to publish
+	PortMap       map[int]int       `json:"port_map,omitempty"` // container port → host port, as the agent mapped them
+	Template      string            `json:"template,omitempty"`
 	GPUName       string            `json:"gpu_name,omitempty"`
 	GPUCount      int               `json:"num_gpus"`
 	GPUIndexes    []int             `json:"gpu_indexes,omitempty"`
@@ -118,6 +121,8 @@ type InstanceCreate struct {
 	Cmd        []string          `json:"cmd,omitempty"`
 	Env        map[string]string `json:"env,omitempty"`
 	DiskGB     int64             `json:"disk_gb,omitempty"`   // default DefaultDiskGB
+	Ports      []int             `json:"ports,omitempty"`     // container TCP ports to publish (SUANLI_TCP_PORT_<n> tells the workload the host port)
+	Template   string            `json:"template,omitempty"`  // a preset: image, disk, ports and command unless given
 	GPUCount   int               `json:"num_gpus,omitempty"`  // 0: every GPU the offer has free
 	CPUCores   int               `json:"cpu_cores,omitempty"` // CPU-only machines: 0 means all free cores
 	Label      string            `json:"label,omitempty"`

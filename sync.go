@@ -26,12 +26,13 @@ type SyncRequest struct {
 
 // InstanceReport is an agent's view of one instance.
 type InstanceReport struct {
-	ID        int64      `json:"id"`
-	Status    string     `json:"status"` // pulling, running, stopped, exited, failed
-	Message   string     `json:"message,omitempty"`
-	ExitCode  *int       `json:"exit_code,omitempty"`
-	StartedAt *time.Time `json:"started_at,omitempty"`
-	Telemetry *Telemetry `json:"telemetry,omitempty"`
+	ID        int64       `json:"id"`
+	Status    string      `json:"status"` // pulling, running, stopped, exited, failed
+	Message   string      `json:"message,omitempty"`
+	ExitCode  *int        `json:"exit_code,omitempty"`
+	StartedAt *time.Time  `json:"started_at,omitempty"`
+	Telemetry *Telemetry  `json:"telemetry,omitempty"`
+	Ports     map[int]int `json:"ports,omitempty"` // container port → host port
 }
 
 // Telemetry is one instance's resource use, sampled by the agent.
@@ -104,6 +105,7 @@ type InstanceSpec struct {
 	Cmd        []string          `json:"cmd,omitempty"`
 	Env        map[string]string `json:"env,omitempty"`
 	DiskGB     int64             `json:"disk_gb"`
+	Ports      []int             `json:"ports,omitempty"` // container TCP ports to publish
 	GPUIndexes []int             `json:"gpu_indexes,omitempty"`
 	GPUUUIDs   []string          `json:"gpu_uuids,omitempty"`
 	Simulated  bool              `json:"simulated"`

@@ -155,6 +155,9 @@ func (s *Service) applyReport(ctx context.Context, machineID int64, rep suanli.I
 			return errIgnore
 		}
 		in.Status = next
+		if len(rep.Ports) > 0 {
+			in.PortMap = rep.Ports
+		}
 		if rep.Telemetry != nil && next == suanli.StatusRunning {
 			s.usage.record(in.ID, rep.Telemetry, in.Guards.Effective().IdlePercent, now)
 		}
@@ -222,7 +225,7 @@ func (s *Service) desired(ctx context.Context, machineID int64, r *suanli.SyncRe
 		return nil, err
 	}
 	for _, in := range ins {
-		spec := suanli.InstanceSpec{ID: in.ID, Desired: in.Desired, Image: in.Image, Cmd: in.Cmd, Env: in.Env, DiskGB: in.DiskGB,
+		spec := suanli.InstanceSpec{ID: in.ID, Desired: in.Desired, Image: in.Image, Cmd: in.Cmd, Env: in.Env, DiskGB: in.DiskGB, Ports: in.Ports,
 			GPUIndexes: in.GPUIndexes, Simulated: in.Simulated, CPUCores: in.CPUCores, RAMMB: int64(in.RAMGB * 1024),
 			StopGrace: time.Duration(m.Listing.PreemptGraceS) * time.Second}
 		if spec.Desired == suanli.DesiredRunning && (in.Status == suanli.StatusLost) {

@@ -20,6 +20,38 @@ func validateCreate(c *suanli.InstanceCreate) error {
 	if c.OfferID <= 0 {
 		return suanli.FieldErrorf("offer_id", "give the id of an offer from `suanli search`")
 	}
+	if c.Template != "" {
+		t, ok := suanli.FindTemplate(c.Template)
+		if !ok {
+			var names []string
+			for _, t := range suanli.Templates {
+				names = append(names, t.Name)
+			}
+			return suanli.FieldErrorf("template", "%q is not a template: use one of %s (suanli templates)", c.Template, strings.Join(names, ", "))
+		}
+		if c.Image == "" {
+			c.Image = t.Image
+		}
+		if c.DiskGB == 0 {
+			c.DiskGB = t.DiskGB
+		}
+		if c.Ports == nil {
+			c.Ports = t.Ports
+		}
+		if c.Cmd == nil {
+			c.Cmd = t.Cmd
+		}
+	}
+	if len(c.Ports) > 32 {
+		return suanli.FieldErrorf("ports", "at most 32 ports")
+	}
+	seen := map[int]bool{}
+	for _, p := range c.Ports {
+		if p < 1 || p > 65535 || seen[p] {
+			return suanli.FieldErrorf("ports", "%d: give distinct TCP ports between 1 and 65535", p)
+		}
+		seen[p] = true
+	}
 	c.Image = strings.TrimSpace(c.Image)
 	if c.Image == "" {
 		return suanli.FieldErrorf("image", "must not be empty: name a Docker image such as ubuntu:24.04")
@@ -151,7 +183,7 @@ func (s *Service) tryCreate(ctx context.Context, p *suanli.Principal, c suanli.I
 	}
 	in := &suanli.Instance{
 		AccountID: p.AccountID, MachineID: m.ID, HostID: m.OwnerID, Label: c.Label, Image: c.Image, Cmd: c.Cmd, Env: c.Env,
-		Project: c.Project, Tags: c.Tags, Guards: c.Guards, Restart: c.Restart,
+		Project: c.Project, Tags: c.Tags, Guards: c.Guards, Restart: c.Restart, Ports: c.Ports, Template: c.Template,
 		DiskGB: c.DiskGB, GPUCount: len(plan.GPUIndexes), GPUIndexes: plan.GPUIndexes, CPUCores: plan.CPUCores,
 		RentalType: c.RentalType, Bid: req.Bid, Rates: plan.Rates, Simulated: m.Simulated,
 		Status: suanli.StatusPending, Desired: suanli.DesiredRunning, StatusMessage: "waiting for the host agent",
@@ -331,7 +363,7 @@ func (s *Service) preflight(ctx context.Context, m *suanli.Machine, c suanli.Ins
 	default:
 		return nil
 	}
-	spec := suanli.InstanceSpec{Desired: suanli.DesiredRunning, Image: c.Image, Cmd: c.Cmd, Env: c.Env, DiskGB: c.DiskGB,
+	spec := suanli.InstanceSpec{Desired: suanli.DesiredRunning, Image: c.Image, Cmd: c.Cmd, Env: c.Env, DiskGB: c.DiskGB, Ports: c.Ports,
 		GPUIndexes: plan.GPUIndexes, GPUUUIDs: plan.GPUUUIDs, Simulated: m.Simulated, CPUCores: plan.CPUCores, RAMMB: plan.RAMMB}
 	r, err := s.runTask(ctx, m.ID, suanli.AgentTask{Kind: suanli.TaskPreflight, Spec: &spec, Timeout: PreflightWait}, PreflightWait+10*time.Second)
 	if err != nil {

@@ -419,7 +419,7 @@ func TestPull(t *testing.T) {
 func TestIsolation(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	pool := netip.MustParsePrefix("172.31.240.0/20")
+	pool := netip.MustParsePrefix("172.16.240.0/20")
 	r := e.runtime(func(o *docker.Options) { o.SubnetPool = pool.String() })
 	ctx := t.Context()
 	MustEnsure(t, r, e.spec(10))

@@ -80,10 +80,12 @@ type Options struct {
 	// ReadOnlyRootfs mounts each instance's root filesystem read-only, with
 	// tmpfs on /tmp and /run.
 	ReadOnlyRootfs bool
-	// SubnetPool, when set ("172.31.240.0/20"), is where each instance's
+	// SubnetPool, when set ("172.16.0.0/16"), is where each instance's
 	// private network takes a /28 (11 addresses), instead of the daemon's
 	// default-address-pools, which hold about 30 networks unless widened
-	// in daemon.json. It must not overlap the host's own networks.
+	// in daemon.json. It must overlap neither the host's own networks nor
+	// Docker's default pools (172.17.0.0/16 to 172.31.0.0/16 and
+	// 192.168.0.0/16), which other networks on the daemon take from.
 	SubnetPool string
 	// BlockHostAccess drops new connections from instances to the host's
 	// own addresses (where the agent and the provider's services listen),
@@ -207,7 +209,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		p, err := netip.ParsePrefix(opts.SubnetPool)
 		if err != nil || !p.Addr().Is4() || p.Bits() > subnetBits {
 			cli.Close()
-			return nil, suanli.Errorf(suanli.EINVALID, "subnet pool %q: want an IPv4 prefix of /%d or wider, like 172.31.240.0/20", opts.SubnetPool, subnetBits)
+			return nil, suanli.Errorf(suanli.EINVALID, "subnet pool %q: want an IPv4 prefix of /%d or wider, like 172.16.0.0/16", opts.SubnetPool, subnetBits)
 		}
 		r.pool = p.Masked()
 	}

@@ -123,7 +123,7 @@ func newCreateCmd(a *app) *cobra.Command {
 	var jsonOut, dryRun bool
 	var g guardFlags
 	cmd := &cobra.Command{
-		Use:   "create OFFER --image IMAGE [flags] [-- CMD ARGS...]",
+		Use:   "create OFFER (--image IMAGE | --template NAME) [flags] [-- CMD ARGS...]",
 		Short: "Rent an offer and run an image (and command) on it",
 		Long: `Rent an offer from 'suanli search' and run IMAGE on it. Everything after
 -- is the command. By default you rent every free GPU of the offer,
@@ -200,7 +200,9 @@ it 8 hours after it starts, --stop-window "Mon-Fri 22:00-06:00" for nights.
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&c.Image, "image", "", "Docker image to run (required)")
+	f.StringVar(&c.Image, "image", "", "Docker image to run (required unless --template gives one)")
+	f.StringVar(&c.Template, "template", "", "a preset with image, disk, ports and command (suanli templates)")
+	f.IntSliceVarP(&c.Ports, "port", "p", nil, "container TCP port to publish (repeatable); the host port is in show and in SUANLI_TCP_PORT_<n>")
 	f.Int64Var(&c.DiskGB, "disk", suanli.DefaultDiskGB, "disk size in GB")
 	f.IntVar(&c.GPUCount, "gpus", 0, "GPUs to rent (default: every free GPU of the offer)")
 	f.IntVar(&c.CPUCores, "cpus", 0, "CPU cores to rent on a CPU-only offer (default: all free)")
@@ -299,6 +301,13 @@ func newShowCmd(a *app) *cobra.Command {
 				row("command", strings.Join(in.Cmd, " "))
 			}
 			row("disk", fmt.Sprintf("%d GB", in.DiskGB))
+			for _, p := range in.Ports {
+				if hp, ok := in.PortMap[p]; ok {
+					row("port", fmt.Sprintf("%d/tcp → host port %d", p, hp))
+				} else {
+					row("port", fmt.Sprintf("%d/tcp (not mapped yet)", p))
+				}
+			}
 			row("rates", fmt.Sprintf("%s/h compute, %s/GB-month disk (%s/h, also while stopped), %s/GB out, %s/GB in",
 				in.Rates.ComputePerHour.Decimal(), in.Rates.StoragePerMonth.Decimal(), in.Rates.StoragePerHour(in.DiskGB).Decimal(),
 				in.Rates.InetUpPerGB.Decimal(), in.Rates.InetDownPerGB.Decimal()))
@@ -465,4 +474,32 @@ func orDefaultInt(n, def int) int {
 		return def
 	}
 	return n
+}
+
+func newTemplatesCmd(a *app) *cobra.Command {
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "templates",
+		Short: "Presets for create: image, recommended disk, ports and start command",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if jsonOut {
+				return a.printJSON(cmd, suanli.Templates)
+			}
+			t := table(cmd.OutOrStdout())
+			fmt.Fprintln(t, "NAME\tIMAGE\tDISK\tPORTS\tGPU\tDESCRIPTION")
+			for _, tp := range suanli.Templates {
+				gpu := "-"
+				if tp.NeedsGPU {
+					gpu = "yes"
+				}
+				fmt.Fprintf(t, "%s\t%s\t%d GB\t%v\t%s\t%s\n", tp.Name, tp.Image, tp.DiskGB, tp.Ports, gpu, tp.Description)
+			}
+			t.Flush()
+			fmt.Fprintln(cmd.OutOrStdout(), "\nuse: suanli create OFFER --template NAME [--disk GB] [-- CMD]")
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
+	return cmd
 }
