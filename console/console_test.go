@@ -288,6 +288,8 @@ func TestFormErrorsNameTheField(t *testing.T) {
 		{url.Values{"image": {"x"}, "cmd": {"true"}, "rental_type": {"interruptible"}, "bid": {"0.01"}}, 400, "below this offer&#39;s minimum bid of $0.40/h", "bid"},
 		{url.Values{"image": {"x"}, "cmd": {"true"}, "num_gpus": {"3"}}, 409, "has 2 free GPUs, you asked for 3", ""},
 		{url.Values{"image": {"x"}}, 400, "runs instances as processes", "cmd"},
+		{url.Values{"image": {"x"}, "cmd": {"true"}, "ports": {"8888, http"}}, 400, "ports: &#34;http&#34; is not a port", "ports"},
+		{url.Values{"template": {"nope"}, "cmd": {"true"}}, 400, "nope", "template"},
 	} {
 		c.form.Set("csrf", tok)
 		p := b.post(path, c.form)

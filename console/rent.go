@@ -16,6 +16,7 @@ type rentInputs struct {
 	Project, Tags                                        string
 	TTL, Idle, IdleMinutes, StopWindows, DestroyDays     string // ghost-spend guards
 	Restart, Recover                                     string
+	Template, Ports                                      string
 }
 
 // Guard and restart inputs are named after the API's fields, so that an
@@ -25,7 +26,8 @@ func readRentInputs(v url.Values) rentInputs {
 		GPUs: v.Get("num_gpus"), Cores: v.Get("cpu_cores"), Type: v.Get("rental_type"), Bid: v.Get("bid"),
 		Project: v.Get("project"), Tags: v.Get("tags"), TTL: v.Get("guards.max_runtime"), Idle: v.Get("idle_stop"),
 		IdleMinutes: v.Get("guards.idle_stop_minutes"), StopWindows: v.Get("guards.stop_windows"),
-		DestroyDays: v.Get("guards.destroy_after_stopped_days"), Restart: v.Get("restart.policy"), Recover: v.Get("restart.recover")}
+		DestroyDays: v.Get("guards.destroy_after_stopped_days"), Restart: v.Get("restart.policy"), Recover: v.Get("restart.recover"),
+		Template: v.Get("template"), Ports: v.Get("ports")}
 }
 
 // parsePairs reads NAME=value lines for field; blank lines and lines
@@ -42,6 +44,19 @@ func parsePairs(field, text string) (map[string]string, error) {
 			return nil, suanli.FieldErrorf(field, "line %d: %q is not NAME=value", i+1, t)
 		}
 		out[strings.TrimSpace(k)] = v
+	}
+	return out, nil
+}
+
+// parsePorts reads container ports separated by commas or spaces.
+func parsePorts(text string) ([]int, error) {
+	var out []int
+	for _, f := range strings.FieldsFunc(text, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' }) {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 || n > 65535 {
+			return nil, suanli.FieldErrorf("ports", "%q is not a port: give TCP ports such as 8888, 8000", f)
+		}
+		out = append(out, n)
 	}
 	return out, nil
 }
@@ -106,6 +121,10 @@ func (in rentInputs) create(offerID int64) (suanli.InstanceCreate, error) {
 		c.Tags = tags
 	}
 	c.Project = strings.TrimSpace(in.Project)
+	c.Template = in.Template
+	if c.Ports, err = parsePorts(in.Ports); err != nil {
+		return c, err
+	}
 	if c.Guards, err = in.guards(); err != nil {
 		return c, err
 	}
@@ -144,12 +163,13 @@ type rentPage struct {
 	In        rentInputs
 	Error     *fieldError
 	GPUChoice []int
+	Templates []suanli.Template
 	Quote     *suanli.Quote // an hour of the chosen size; nil when the inputs do not price
 	QuoteErr  string        // why they do not
 }
 
 func (c *Console) renderRent(w http.ResponseWriter, r *http.Request, s *session, status int, o *suanli.Offer, in rentInputs, fe *fieldError) {
-	p := rentPage{Offer: o, In: in, Error: fe, GPUChoice: gpuChoices(o)}
+	p := rentPage{Offer: o, In: in, Error: fe, GPUChoice: gpuChoices(o), Templates: suanli.Templates}
 	qr, err := quoteInputs{GPUs: in.GPUs, Disk: in.Disk, Hours: "1", Type: in.Type, Bid: in.Bid}.request(o.ID)
 	if err == nil {
 		p.Quote, err = c.svc.Quote(r.Context(), qr)
