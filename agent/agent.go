@@ -110,7 +110,7 @@ type Agent struct {
 	mu    sync.Mutex           // guards insts, tasks and every state in them
 	insts map[int64]*instState // instances the agent has acted on
 	tasks map[string]*taskState
-	wg    sync.WaitGroup       // instance workers
+	wg    sync.WaitGroup // instance workers
 
 	// The rest is owned by the Run goroutine.
 	seq          int64
@@ -385,6 +385,7 @@ func (a *Agent) handle(ctx context.Context, req *suanli.SyncRequest, resp *suanl
 	}
 	a.markSent(req.TaskResults)
 	a.startTasks(ctx, resp.Tasks)
+	a.reconcileVolumes(ctx, resp.Volumes)
 	a.reconcile(ctx, resp.Instances, req.Instances)
 }
 

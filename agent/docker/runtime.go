@@ -538,8 +538,9 @@ func (r *Runtime) report(ctx context.Context, id int64, c *container.InspectResp
 		if c.State.Paused {
 			parts = append(parts, "paused")
 		}
-		if p := formatPorts(portsOf(c)); p != "" {
-			parts = append(parts, "ports "+p)
+		if ports := portsOf(c); len(ports) > 0 {
+			rep.Ports = ports
+			parts = append(parts, "ports "+formatPorts(ports))
 		}
 		if _, ok := c.HostConfig.StorageOpt["size"]; !ok && c.Config.Labels[labelDiskGB] != "" {
 			parts = append(parts, fmt.Sprintf("disk %s GB not enforced by storage driver %s", c.Config.Labels[labelDiskGB], r.storageDriver))
