@@ -66,7 +66,8 @@ type Instance struct {
 	RegistryAuth  *RegistryAuth     `json:"registry_auth,omitempty"` // the password reads SecretMask
 	Allowed       []string          `json:"allowed_countries,omitempty"`
 	DiskGB        int64             `json:"disk_gb"`
-	Ports         []int             `json:"ports,omitempty"`    // container TCP ports to publish
+	Ports         []int             `json:"ports,omitempty"` // container TCP ports to publish
+	Volumes       []VolumeMount     `json:"volumes,omitempty"`
 	PortMap       map[int]int       `json:"port_map,omitempty"` // container port → host port, as the agent mapped them
 	Template      string            `json:"template,omitempty"`
 	GPUName       string            `json:"gpu_name,omitempty"`
@@ -154,6 +155,7 @@ type InstanceCreate struct {
 	Env        map[string]string `json:"env,omitempty"`
 	DiskGB     int64             `json:"disk_gb,omitempty"`   // default DefaultDiskGB
 	Ports      []int             `json:"ports,omitempty"`     // container TCP ports to publish (SUANLI_TCP_PORT_<n> tells the workload the host port)
+	Volumes    []VolumeMount     `json:"volumes,omitempty"`   // volumes on the same machine to attach (-v NAME:/path)
 	Template   string            `json:"template,omitempty"`  // a preset: image, disk, ports and command unless given
 	GPUCount   int               `json:"num_gpus,omitempty"`  // 0: every GPU the offer has free
 	CPUCores   int               `json:"cpu_cores,omitempty"` // CPU-only machines: 0 means all free cores

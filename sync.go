@@ -64,8 +64,11 @@ type SyncResponse struct {
 	// Tasks are one-off requests the control plane waits on (pre-flight
 	// checks, exec). The agent runs each once and reports its result until
 	// the task is no longer listed.
-	Tasks     []AgentTask `json:"tasks,omitempty"`
-	SSHCAKeys []string    `json:"ssh_ca_keys,omitempty"` // the SSH CA's public keys: the only user authorities the agent's SSH endpoint trusts
+	Tasks []AgentTask `json:"tasks,omitempty"`
+	// Volumes are every volume the machine must hold; the agent creates
+	// missing ones and wipes and removes the others.
+	Volumes   []VolumeSpec `json:"volumes,omitempty"`
+	SSHCAKeys []string     `json:"ssh_ca_keys,omitempty"` // the SSH CA's public keys: the only user authorities the agent's SSH endpoint trusts
 }
 
 // Agent task kinds.
@@ -106,6 +109,7 @@ type InstanceSpec struct {
 	Env        map[string]string `json:"env,omitempty"`
 	DiskGB     int64             `json:"disk_gb"`
 	Ports      []int             `json:"ports,omitempty"` // container TCP ports to publish
+	Volumes    []VolumeMount     `json:"volumes,omitempty"`
 	GPUIndexes []int             `json:"gpu_indexes,omitempty"`
 	GPUUUIDs   []string          `json:"gpu_uuids,omitempty"`
 	Simulated  bool              `json:"simulated"`

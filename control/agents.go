@@ -220,12 +220,19 @@ func (s *Service) desired(ctx context.Context, machineID int64, r *suanli.SyncRe
 	resp := &suanli.SyncResponse{MachineID: machineID, Version: v, HeartbeatInterval: s.cfg.HeartbeatInterval,
 		LostAfter: s.cfg.LostAfter, ServerTime: s.now(), Instances: []suanli.InstanceSpec{}, Tasks: s.tasks.pending(machineID),
 		SSHCAKeys: s.sshCAKeys()}
+	vols, err := s.Store.FindVolumes(ctx, 0, machineID, false, s.now())
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range vols {
+		resp.Volumes = append(resp.Volumes, suanli.VolumeSpec{ID: v.ID, Name: v.Name, SizeGB: v.SizeGB})
+	}
 	resp.LogOffsets, err = s.Store.LogEnds(ctx, machineID)
 	if err != nil {
 		return nil, err
 	}
 	for _, in := range ins {
-		spec := suanli.InstanceSpec{ID: in.ID, Desired: in.Desired, Image: in.Image, Cmd: in.Cmd, Env: in.Env, DiskGB: in.DiskGB, Ports: in.Ports,
+		spec := suanli.InstanceSpec{ID: in.ID, Desired: in.Desired, Image: in.Image, Cmd: in.Cmd, Env: in.Env, DiskGB: in.DiskGB, Ports: in.Ports, Volumes: in.Volumes,
 			GPUIndexes: in.GPUIndexes, Simulated: in.Simulated, CPUCores: in.CPUCores, RAMMB: int64(in.RAMGB * 1024),
 			StopGrace: time.Duration(m.Listing.PreemptGraceS) * time.Second}
 		if spec.Desired == suanli.DesiredRunning && (in.Status == suanli.StatusLost) {

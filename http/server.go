@@ -27,8 +27,8 @@ import (
 // sets it from --team or SUANLI_TEAM.
 const TeamHeader = "X-Suanli-Team"
 
-// Server serves the API, the overview page, health and metrics for one
-// control.Service.
+// Server serves the API, health and metrics for one control.Service. The
+// web console (package console) mounts its pages on Mux.
 type Server struct {
 	Service *control.Service
 	Logger  *slog.Logger
@@ -40,10 +40,6 @@ type Server struct {
 	// Lockout refuses every request from an address after repeated failed
 	// authentications.
 	Lockout *auth.Lockout
-	// LocalOverview lists live instances on the overview page for visitors
-	// on this machine: for `suanli up`, a one-person marketplace. Off by
-	// default: the page is unauthenticated.
-	LocalOverview bool
 
 	mux     *http.ServeMux
 	keys    keyLocks
@@ -95,7 +91,6 @@ func NewServer(svc *control.Service, logger *slog.Logger) *Server {
 	s.handle("GET /healthz", http.HandlerFunc(s.handleHealth))
 	s.handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
 	s.handle("GET /v1/openapi.json", http.HandlerFunc(s.handleOpenAPI))
-	s.handle("GET /{$}", http.HandlerFunc(s.handleHome))
 	s.registerAccountRoutes()
 	s.registerKeyRoutes()
 	s.registerTeamRoutes()

@@ -68,7 +68,7 @@ type world struct {
 
 	machineID, instanceID, teamID, keyID, invitationID int64
 	sshKeyID, allowID                                  int64
-	sshPublicKey                                       string
+	sshPublicKey, volumeName                           string
 	instanceToken                                      string
 
 	// planted are strings only the victim's data holds: none may reach
@@ -177,7 +177,10 @@ func newWorld(t *testing.T) *world {
 	budgetSecret := "planted-webhook-secret-" + tag
 	_, err = w.victim.SetBudget(ctx, suanli.Budget{Name: "victim-budget-" + tag, Amount: suanli.Dollars(40), WebhookURL: "http://127.0.0.1:1/hook", WebhookSecret: budgetSecret})
 	must(t, err)
-	w.planted = append(w.planted, "victim-ssh-"+tag, "victim-net-"+tag, "victim-budget-"+tag)
+	w.volumeName = "victim-vol-" + tag
+	_, err = w.victim.CreateVolume(ctx, suanli.VolumeCreate{MachineID: w.machineID, Name: w.volumeName, SizeGB: 1})
+	must(t, err)
+	w.planted = append(w.planted, "victim-ssh-"+tag, "victim-net-"+tag, w.volumeName, "victim-budget-"+tag)
 	w.secrets = append(w.secrets, budgetSecret)
 	w.secrets = append(w.secrets, k.Secret, tmp.Secret, w.instanceToken)
 	return w
@@ -339,6 +342,7 @@ func (w *world) view() string {
 	add(w.victim.Me(ctx))
 	add(w.victim.FindSSHKeys(ctx))
 	add(w.victim.FindAllowedNetworks(ctx))
+	add(w.victim.FindVolumes(ctx, true))
 	add(w.victim.FindBudgets(ctx))
 	return fmt.Sprintf("%+v", jsonOf(parts))
 }

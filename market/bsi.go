@@ -11,10 +11,10 @@ import (
 // the last rebuild), so a comparison "key < x" is all slots in lower bins
 // plus an exact check of the one bin that holds x; and the first k slots in
 // key order are found by descending the slices, as in O'Neil's BSI top-k.
-// It costs one byte a slot and two bit writes… eight, per update.
+// It costs one byte a slot, and eight bit writes an update.
 type bsi struct {
-	bounds     []uint64 // strictly increasing; bin(k) = number of bounds ≤ k
-	words      []uint64 // interleaved slices: words[w*bsiBits+i] is bit i of the bins of slots 64w…64w+63
+	bounds     []uint64          // strictly increasing; bin(k) = number of bounds ≤ k
+	sl         [bsiBits][]uint64 // sl[i] holds bit i of every slot's bin
 	counts     [bsiBins]int32
 	builtN     int   // live slots at the last rebuild
 	maxAtBuild int32 // largest bin at the last rebuild
@@ -39,29 +39,34 @@ func (b *bsi) bin(k uint64) uint32 {
 }
 
 func (b *bsi) getBin(slot uint32) uint32 {
-	w := int(slot>>6) * bsiBits
-	sh := slot & 63
+	w, sh := slot>>6, slot&63
 	var bin uint32
-	for i := 0; i < bsiBits; i++ {
-		bin |= uint32(b.words[w+i]>>sh&1) << i
+	for i := range b.sl {
+		bin |= uint32(b.sl[i][w]>>sh&1) << i
 	}
 	return bin
 }
 
 func (b *bsi) setBin(slot, bin uint32) {
-	w := int(slot>>6) * bsiBits
-	m := uint64(1) << (slot & 63)
-	for i := 0; i < bsiBits; i++ {
+	w, m := slot>>6, uint64(1)<<(slot&63)
+	for i := range b.sl {
 		if bin>>i&1 != 0 {
-			b.words[w+i] |= m
+			b.sl[i][w] |= m
 		} else {
-			b.words[w+i] &^= m
+			b.sl[i][w] &^= m
 		}
 	}
 }
 
 // grow makes room for nwords words of slots.
-func (b *bsi) grow(nwords int) { b.words = grow(b.words, nwords*bsiBits) }
+func (b *bsi) grow(nwords int) {
+	for i := range b.sl {
+		b.sl[i] = grow(b.sl[i], nwords)
+	}
+}
+
+// memBytes is the size of the slices.
+func (b *bsi) memBytes() int { return 8 * len(b.sl[0]) * bsiBits }
 
 // add files slot under key and reports whether the bins have grown so
 // lopsided that a rebuild would pay.
@@ -136,23 +141,30 @@ func cmpKeys(op Op, k, x uint64) bool {
 
 // filter keeps in m the slots whose key satisfies "key op x". op is one of
 // < <= = != >= >. Only the bin that holds x is checked slot by slot.
-func (b *bsi) filter(m []uint64, op Op, x uint64, keyAt func(slot uint32) uint64) {
+func (b *bsi) filter(m []uint64, v win, op Op, x uint64, keyAt func(slot uint32) uint64) {
 	bx := b.bin(x)
-	words := b.words
-	for w, mw := range m {
+	// sel[i] is all ones where bin bit i of x is set.
+	var sel [bsiBits]uint64
+	for i := range sel {
+		if bx>>i&1 != 0 {
+			sel[i] = ^uint64(0)
+		}
+	}
+	m = m[:v.hi]
+	s0, s1, s2, s3 := b.sl[0][:len(m)], b.sl[1][:len(m)], b.sl[2][:len(m)], b.sl[3][:len(m)]
+	s4, s5, s6, s7 := b.sl[4][:len(m)], b.sl[5][:len(m)], b.sl[6][:len(m)], b.sl[7][:len(m)]
+	for w := v.lo; w < len(m); w++ {
+		mw := m[w]
 		if mw == 0 {
 			continue
 		}
-		base := w * bsiBits
-		s := words[base : base+bsiBits : base+bsiBits]
+		// Walk the bits from the top: a slot is below x at the first bit
+		// where it has 0 and x has 1, and equal when no bit differs.
 		lt, eq := uint64(0), mw
-		for i := bsiBits - 1; i >= 0; i-- {
-			if bx>>i&1 != 0 {
-				lt |= eq &^ s[i]
-				eq &= s[i]
-			} else {
-				eq &^= s[i]
-			}
+		for i, s := range [bsiBits]uint64{s7[w], s6[w], s5[w], s4[w], s3[w], s2[w], s1[w], s0[w]} {
+			xs := sel[bsiBits-1-i]
+			lt |= eq &^ s & xs
+			eq &^= s ^ xs
 		}
 		var keep uint64
 		switch op {
@@ -178,36 +190,61 @@ func (b *bsi) filter(m []uint64, op Op, x uint64, keyAt func(slot uint32) uint64
 // (descending when desc): on return every slot of m outside g ∪ e comes
 // after every slot in g ∪ e, and |g| < k ≤ |g|+|e| unless |m| < k. It stops
 // once |g|+|e| ≤ stopAt or the bins are exhausted (then e holds one bin).
-func (b *bsi) narrow(m, g, e []uint64, k int, desc bool, stopAt int) (ng, ne int) {
-	copy(e, m)
-	clear(g)
-	ne = popcount(e)
-	words := b.words
+// g and e must have len(m) words.
+func (b *bsi) narrow(m, g, e []uint64, v win, k int, desc bool, stopAt int) (ng, ne int) {
+	m, g, e = m[:v.hi], g[:v.hi], e[:v.hi]
+	copy(e[v.lo:], m[v.lo:])
+	clear(g[v.lo:])
+	ne = popcount(e[v.lo:])
+	var flip uint64
+	if !desc {
+		flip = ^uint64(0)
+	}
+	var ws []int32 // the words of e that may be non-zero, once e is sparse
 	for i := bsiBits - 1; i >= 0 && ng+ne > stopAt && ng+ne > k; i-- {
-		// x: the slots of e on the better side of bit i.
-		var flip uint64
-		if !desc {
-			flip = ^uint64(0)
-		}
-		cx := 0
-		for w, ew := range e {
-			if ew != 0 {
-				cx += bits.OnesCount64(ew & (words[w*bsiBits+i] ^ flip))
+		s := b.sl[i][:len(e)]
+		if ws == nil && ne < (v.hi-v.lo)/2 {
+			ws = make([]int32, 0, ne)
+			for w := v.lo; w < v.hi; w++ {
+				if e[w] != 0 {
+					ws = append(ws, int32(w))
+				}
 			}
 		}
-		if ng+cx >= k {
-			for w, ew := range e {
-				if ew != 0 {
-					e[w] = ew & (words[w*bsiBits+i] ^ flip)
+		// x: the slots of e on the better side of bit i.
+		cx := 0
+		if ws != nil {
+			for _, w := range ws {
+				cx += bits.OnesCount64(e[w] & (s[w] ^ flip))
+			}
+		} else {
+			for w := v.lo; w < v.hi; w++ {
+				cx += bits.OnesCount64(e[w] & (s[w] ^ flip))
+			}
+		}
+		if ng+cx >= k { // the first k are all in x: keep only x
+			if ws != nil {
+				for _, w := range ws {
+					e[w] &= s[w] ^ flip
+				}
+			} else {
+				for w := v.lo; w < v.hi; w++ {
+					e[w] &= s[w] ^ flip
 				}
 			}
 			ne = cx
-		} else {
-			for w, ew := range e {
-				if ew != 0 {
-					x := ew & (words[w*bsiBits+i] ^ flip)
+		} else { // all of x is in, and the rest comes from e minus x
+			if ws != nil {
+				for _, w := range ws {
+					x := e[w] & (s[w] ^ flip)
 					g[w] |= x
-					e[w] = ew &^ x
+					e[w] &^= x
+				}
+			} else {
+				for w := v.lo; w < v.hi; w++ {
+					x := e[w] & (s[w] ^ flip)
+					g[w] |= x
+					e[w] &^= x
 				}
 			}
 			ng += cx

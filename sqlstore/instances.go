@@ -14,7 +14,7 @@ import (
 
 const instanceCols = `id, account_id, machine_id, host_id, label, image, cmd, env, disk_gb, gpu_name, gpu_count, gpu_indexes, cpu_cores, ram_mb,
 	rental_type, bid, rates, simulated, status, status_message, desired, exit_code, created_at, started_at, destroyed_at, updated_at, version,
-	project, tags, guards, stopped_at, restart, restarts, moves, restart_pending, avoid_machines, ports, port_map, template,
+	project, tags, guards, stopped_at, restart, restarts, moves, restart_pending, avoid_machines, ports, port_map, template, volumes,
 	secrets, secret_meta, allowed_countries`
 
 // secretMeta is what the store keeps in the clear about an instance's
@@ -41,14 +41,14 @@ func metaOf(in *suanli.Instance) string {
 
 func scanInstance(r scanner) (*suanli.Instance, error) {
 	var i suanli.Instance
-	var cmd, env, idx, rates, tags, guards, restart, avoid, ports, portMap string
+	var cmd, env, idx, rates, tags, guards, restart, avoid, ports, portMap, vols string
 	var ramMB, bid, created, updated int64
 	var exit, started, destroyed, stopped sql.NullInt64
 	var meta, allowed string
 	if err := r.Scan(&i.ID, &i.AccountID, &i.MachineID, &i.HostID, &i.Label, &i.Image, &cmd, &env, &i.DiskGB, &i.GPUName, &i.GPUCount, &idx,
 		&i.CPUCores, &ramMB, &i.RentalType, &bid, &rates, &i.Simulated, &i.Status, &i.StatusMessage, &i.Desired, &exit, &created,
 		&started, &destroyed, &updated, &i.Version, &i.Project, &tags, &guards, &stopped, &restart, &i.Restarts, &i.Moves,
-		&i.RestartPending, &avoid, &ports, &portMap, &i.Template, &i.Sealed, &meta, &allowed); err != nil {
+		&i.RestartPending, &avoid, &ports, &portMap, &i.Template, &vols, &i.Sealed, &meta, &allowed); err != nil {
 		return nil, err
 	}
 	i.StoppedAt = fromUSPtr(stopped)
@@ -75,7 +75,7 @@ func scanInstance(r scanner) (*suanli.Instance, error) {
 		s string
 		v any
 	}{{cmd, &i.Cmd}, {env, &i.Env}, {idx, &i.GPUIndexes}, {rates, &i.Rates}, {tags, &i.Tags}, {guards, &i.Guards},
-		{restart, &i.Restart}, {avoid, &i.AvoidMachines}, {ports, &i.Ports}, {portMap, &i.PortMap}} {
+		{restart, &i.Restart}, {avoid, &i.AvoidMachines}, {ports, &i.Ports}, {portMap, &i.PortMap}, {vols, &i.Volumes}} {
 		if err := json.Unmarshal([]byte(f.s), f.v); err != nil {
 			return nil, fmt.Errorf("instance %d: %w", i.ID, err)
 		}
@@ -166,12 +166,12 @@ func (s *DB) ApplyPlan(ctx context.Context, p Placement, now time.Time) (*suanli
 		in.CreatedAt, in.UpdatedAt, in.Version = now, now, 1
 		id, err := tx.insert(ctx, `INSERT INTO instances (account_id, machine_id, host_id, label, image, cmd, env, disk_gb, gpu_name, gpu_count,
 			gpu_indexes, cpu_cores, ram_mb, rental_type, bid, rates, simulated, status, status_message, desired, created_at, updated_at, version,
-			project, tags, guards, restart, ports, template, secrets, secret_meta, allowed_countries)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			project, tags, guards, restart, ports, template, volumes, secrets, secret_meta, allowed_countries)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			in.AccountID, in.MachineID, in.HostID, in.Label, in.Image, jsonText(in.Cmd), jsonText(in.Env), in.DiskGB, in.GPUName, in.GPUCount,
 			jsonText(in.GPUIndexes), in.CPUCores, p.RAMMB, in.RentalType, int64(in.Bid), jsonText(in.Rates), in.Simulated, in.Status,
 			in.StatusMessage, in.Desired, us(now), us(now), in.Version, in.Project, jsonText(orEmpty(in.Tags)), jsonText(in.Guards),
-			jsonText(in.Restart), jsonText(orEmptyInts(in.Ports)), in.Template, in.Sealed, metaOf(in), strings.Join(in.Allowed, ","))
+			jsonText(in.Restart), jsonText(orEmptyInts(in.Ports)), in.Template, jsonText(orEmptyMounts(in.Volumes)), in.Sealed, metaOf(in), strings.Join(in.Allowed, ","))
 		if err != nil {
 			return err
 		}
@@ -328,6 +328,13 @@ func (s *DB) UpdateInstance(ctx context.Context, id int64, at, now time.Time, fn
 		return nil
 	})
 	return out, err
+}
+
+func orEmptyMounts(v []suanli.VolumeMount) []suanli.VolumeMount {
+	if v == nil {
+		return []suanli.VolumeMount{}
+	}
+	return v
 }
 
 func orEmptyInts(v []int) []int {

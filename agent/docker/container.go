@@ -134,6 +134,7 @@ func (r *Runtime) createOptions(spec suanli.InstanceSpec, netName string, ports,
 		NetworkMode:   container.NetworkMode(netName),
 		PortBindings:  bindings,
 		RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyDisabled},
+		Mounts:        r.volumeMounts(spec),
 		LogConfig:     container.LogConfig{Type: "json-file", Config: map[string]string{"max-size": "50m", "max-file": "2"}},
 		Privileged:    false,
 		CapDrop:       []string{"ALL"},
@@ -427,6 +428,20 @@ func (r *Runtime) removeNetwork(ctx context.Context, id int64) error {
 // requestedPorts parses spec.Env[EnvPorts]: TCP ports, comma- or
 // space-separated, "/tcp" allowed.
 func requestedPorts(spec suanli.InstanceSpec) ([]int, error) {
+	if len(spec.Ports) > 0 {
+		ports := slices.Clone(spec.Ports)
+		slices.Sort(ports)
+		ports = slices.Compact(ports)
+		for _, p := range ports {
+			if p < 1 || p > 65535 {
+				return nil, suanli.FieldErrorf("ports", "%d is not a TCP port (1-65535)", p)
+			}
+		}
+		if len(ports) > maxPorts {
+			return nil, suanli.FieldErrorf("ports", "%d ports asked, at most %d", len(ports), maxPorts)
+		}
+		return ports, nil
+	}
 	v := strings.TrimSpace(spec.Env[EnvPorts])
 	if v == "" {
 		return nil, nil

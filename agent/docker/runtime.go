@@ -404,7 +404,7 @@ func (r *Runtime) Ensure(ctx context.Context, spec suanli.InstanceSpec) error {
 				return nil // the workload ended by itself: stays exited until stopped, then started
 			}
 		}
-		st.Stopped = false
+		st.Stopped, st.StartAsked = false, r.now()
 		if err := r.saveState(spec.ID, st); err != nil {
 			return err
 		}
@@ -544,8 +544,9 @@ func (r *Runtime) report(ctx context.Context, id int64, c *container.InspectResp
 		if c.State.Paused {
 			parts = append(parts, "paused")
 		}
-		if p := formatPorts(portsOf(c)); p != "" {
-			parts = append(parts, "ports "+p)
+		if ports := portsOf(c); len(ports) > 0 {
+			rep.Ports = ports
+			parts = append(parts, "ports "+formatPorts(ports))
 		}
 		if _, ok := c.HostConfig.StorageOpt["size"]; !ok && c.Config.Labels[labelDiskGB] != "" {
 			parts = append(parts, fmt.Sprintf("disk %s GB not enforced by storage driver %s", c.Config.Labels[labelDiskGB], r.storageDriver))
@@ -556,7 +557,10 @@ func (r *Runtime) report(ctx context.Context, id int64, c *container.InspectResp
 		rep.Status = suanli.StatusStopped
 		rep.Message = "created, not started"
 	case container.StateExited:
-		if st.Stopped {
+		finished, _ := time.Parse(time.RFC3339Nano, c.State.FinishedAt)
+		if st.Stopped || (!st.StartAsked.IsZero() && !finished.IsZero() && finished.Before(st.StartAsked)) {
+			// Stopped by us; or an inspection older than the start that
+			// followed it (this Status raced Ensure): not a new exit.
 			rep.Status = suanli.StatusStopped
 			break
 		}

@@ -323,6 +323,11 @@ func (r *Runtime) startLocked(inst *instance) error {
 			return fail(fmt.Errorf("instance %d: write token: %w", spec.ID, err))
 		}
 	}
+	volEnv, err := r.mountVolumes(spec, filepath.Join(inst.dir, "work"))
+	if err != nil {
+		return fail(err)
+	}
+	env = append(env, volEnv...)
 	path, err := lookPath(spec.Cmd[0], envValue(env, "PATH"))
 	if err != nil {
 		return fail(suanli.Errorf(suanli.EINVALID, "instance %d: %v", spec.ID, err))

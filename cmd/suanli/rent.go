@@ -123,6 +123,7 @@ func newCreateCmd(a *app) *cobra.Command {
 	var bid, regUser, regServer string
 	var jsonOut, dryRun bool
 	var g guardFlags
+	var mounts []string
 	cmd := &cobra.Command{
 		Use:   "create OFFER (--image IMAGE | --template NAME) [flags] [-- CMD ARGS...]",
 		Short: "Rent an offer and run an image (and command) on it",
@@ -203,6 +204,9 @@ it 8 hours after it starts, --stop-window "Mon-Fri 22:00-06:00" for nights.
 			if err := g.apply(&c); err != nil {
 				return err
 			}
+			if c.Volumes, err = parseMounts(mounts); err != nil {
+				return err
+			}
 			if dryRun {
 				q, err := a.client().Quote(cmd.Context(), suanli.QuoteRequest{InstanceCreate: c, Hours: 1})
 				if err != nil {
@@ -231,6 +235,7 @@ it 8 hours after it starts, --stop-window "Mon-Fri 22:00-06:00" for nights.
 	f := cmd.Flags()
 	f.StringVar(&c.Image, "image", "", "Docker image to run (required unless --template gives one)")
 	f.StringVar(&c.Template, "template", "", "a preset with image, disk, ports and command (suanli templates)")
+	f.StringArrayVarP(&mounts, "volume", "v", nil, "attach a volume of the same machine: NAME:/path (repeatable)")
 	f.IntSliceVarP(&c.Ports, "port", "p", nil, "container TCP port to publish (repeatable); the host port is in show and in SUANLI_TCP_PORT_<n>")
 	f.Int64Var(&c.DiskGB, "disk", suanli.DefaultDiskGB, "disk size in GB")
 	f.IntVar(&c.GPUCount, "gpus", 0, "GPUs to rent (default: every free GPU of the offer)")
@@ -347,6 +352,9 @@ func newShowCmd(a *app) *cobra.Command {
 			}
 			if len(in.Allowed) > 0 {
 				row("may run in", strings.Join(in.Allowed, ", "))
+			}
+			for _, v := range in.Volumes {
+				row("volume", fmt.Sprintf("%s at %s", v.Name, v.Path))
 			}
 			for _, p := range in.Ports {
 				if hp, ok := in.PortMap[p]; ok {

@@ -21,6 +21,7 @@ import (
 	"github.com/suanli/suanli/auth"
 	"github.com/suanli/suanli/auth/sshca"
 	"github.com/suanli/suanli/auth/tlsca"
+	"github.com/suanli/suanli/console"
 	"github.com/suanli/suanli/control"
 	shttp "github.com/suanli/suanli/http"
 	"github.com/suanli/suanli/sqlstore"
@@ -38,7 +39,6 @@ type serverConfig struct {
 	Settle         time.Duration
 	AuditRetention string        // "186d"
 	AuditEvery     time.Duration // between audit checkpoints
-	LocalOverview  bool          // list instances on the overview page for local visitors (up)
 	TLS            string        // "off" or "auto" (a private CA and server certificate in HOME/tls)
 	TLSHosts       []string      // extra names for the server certificate
 	SSHCAKey       string        // the SSH CA's key file; default HOME/ssh_ca_ed25519
@@ -186,7 +186,13 @@ func startControlPlane(ctx context.Context, a *app, c serverConfig, logger *slog
 		return nil, err
 	}
 	api := shttp.NewServer(svc, logger)
-	api.LocalOverview = c.LocalOverview
+	web, err := console.New(console.Config{Service: svc, Logger: logger, Limiter: api.Limiter, Lockout: api.Lockout})
+	if err != nil {
+		ln.Close()
+		store.Close()
+		return nil, err
+	}
+	web.Register(api.Mux())
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
 		WriteTimeout: 2*c.Heartbeat + time.Minute, IdleTimeout: 2 * time.Minute}
 	r := &running{svc: svc, api: api, store: store, srv: srv, url: url, operator: op, caPEM: caPEM, done: make(chan struct{})}
