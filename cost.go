@@ -71,7 +71,9 @@ func (g Guards) Validate() error {
 type Duration time.Duration
 
 // MarshalJSON writes the duration as a string like "8h0m0s".
-func (d Duration) MarshalJSON() ([]byte, error) { return []byte(strconv.Quote(time.Duration(d).String())), nil }
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return []byte(strconv.Quote(time.Duration(d).String())), nil
+}
 
 // UnmarshalJSON reads "8h", "90m" or a number of seconds.
 func (d *Duration) UnmarshalJSON(b []byte) error {

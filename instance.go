@@ -62,7 +62,14 @@ type Instance struct {
 	Image         string            `json:"image"`
 	Cmd           []string          `json:"cmd,omitempty"`
 	Env           map[string]string `json:"env,omitempty"`
+	SecretEnv     map[string]string `json:"secret_env,omitempty"`    // names only: every value reads SecretMask
+	RegistryAuth  *RegistryAuth     `json:"registry_auth,omitempty"` // the password reads SecretMask
+	Allowed       []string          `json:"allowed_countries,omitempty"`
 	DiskGB        int64             `json:"disk_gb"`
+	Ports         []int             `json:"ports,omitempty"` // container TCP ports to publish
+	Volumes       []VolumeMount     `json:"volumes,omitempty"`
+	PortMap       map[int]int       `json:"port_map,omitempty"` // container port → host port, as the agent mapped them
+	Template      string            `json:"template,omitempty"`
 	GPUName       string            `json:"gpu_name,omitempty"`
 	GPUCount      int               `json:"num_gpus"`
 	GPUIndexes    []int             `json:"gpu_indexes,omitempty"`
@@ -83,11 +90,47 @@ type Instance struct {
 	UpdatedAt     time.Time         `json:"updated_at"`
 	Version       int64             `json:"version"`
 
+	// Managed jobs: what to do when the workload exits or its host is lost.
+	Restart        RestartPolicy `json:"restart"`
+	Restarts       int           `json:"restarts"`        // restarts after exits (count against MaxRestarts)
+	Moves          int           `json:"moves"`           // relaunches on another host (do not count)
+	RestartPending bool          `json:"restart_pending"` // an exit was seen; the restart waits for the agent's stop
+	AvoidMachines  []int64       `json:"avoid_machines,omitempty"`
+
 	// Filled on reads from the ledger, meters and the agent's telemetry.
 	CostSoFar Money      `json:"cost_so_far"`
 	BurnRate  Money      `json:"burn_rate"` // per hour, now
 	Telemetry *Telemetry `json:"telemetry,omitempty"`
 	Hints     []string   `json:"hints,omitempty"`
+
+	// Sealed is the instance's secrets (secret env, registry password),
+	// encrypted by the control plane; the store keeps it opaque and it
+	// never leaves the server except, opened, in the agent's sync.
+	Sealed []byte `json:"-"`
+}
+
+// SecretMask is what the API shows in place of a secret value.
+const SecretMask = "***"
+
+// RegistryAuth is a credential for pulling a private image. The password
+// is a secret: encrypted at rest, never logged, never returned by the API.
+type RegistryAuth struct {
+	Server   string `json:"server,omitempty"` // default: the image's registry
+	Username string `json:"username"`
+	Password string `json:"password"`
+}
+
+// InstanceSecrets is what Instance.Sealed holds once opened.
+type InstanceSecrets struct {
+	Env          map[string]string `json:"env,omitempty"`
+	RegistryAuth *RegistryAuth     `json:"registry_auth,omitempty"`
+}
+
+// Progress is what a workload reports about itself with its instance token
+// (suanli progress, or POST /v1/instances/{id}/progress).
+type Progress struct {
+	Message string   `json:"message"`
+	Percent *float64 `json:"percent,omitempty"`
 }
 
 // Live reports whether the instance still holds its machine's resources
@@ -111,6 +154,9 @@ type InstanceCreate struct {
 	Cmd        []string          `json:"cmd,omitempty"`
 	Env        map[string]string `json:"env,omitempty"`
 	DiskGB     int64             `json:"disk_gb,omitempty"`   // default DefaultDiskGB
+	Ports      []int             `json:"ports,omitempty"`     // container TCP ports to publish (SUANLI_TCP_PORT_<n> tells the workload the host port)
+	Volumes    []VolumeMount     `json:"volumes,omitempty"`   // volumes on the same machine to attach (-v NAME:/path)
+	Template   string            `json:"template,omitempty"`  // a preset: image, disk, ports and command unless given
 	GPUCount   int               `json:"num_gpus,omitempty"`  // 0: every GPU the offer has free
 	CPUCores   int               `json:"cpu_cores,omitempty"` // CPU-only machines: 0 means all free cores
 	Label      string            `json:"label,omitempty"`
@@ -118,7 +164,16 @@ type InstanceCreate struct {
 	Tags       map[string]string `json:"tags,omitempty"`
 	Guards     Guards            `json:"guards,omitempty"`
 	RentalType string            `json:"rental_type,omitempty"` // default on-demand, or interruptible when Bid is set
+	Restart    RestartPolicy     `json:"restart,omitempty"`
 	Bid        *Money            `json:"bid,omitempty"`
+	// SecretEnv are environment variables whose values are secrets: stored
+	// encrypted, delivered to the agent only, shown as SecretMask.
+	SecretEnv map[string]string `json:"secret_env,omitempty"`
+	// RegistryAuth pulls a private image.
+	RegistryAuth *RegistryAuth `json:"registry_auth,omitempty"`
+	// AllowedCountries restricts placement to these countries (ISO 3166
+	// alpha-2) or regions, on top of the account's own restriction.
+	AllowedCountries []string `json:"allowed_countries,omitempty"`
 }
 
 // DefaultDiskGB is the disk an instance gets when the renter names none.
@@ -143,4 +198,46 @@ type LogChunk struct {
 	Data       []byte `json:"data"`
 	Next       int64  `json:"next"`
 	Done       bool   `json:"done"` // the instance is gone: no more will come
+}
+
+// Restart policies for managed jobs.
+const (
+	RestartNever     = "never"
+	RestartOnFailure = "on-failure" // after a non-zero exit or a failure
+	RestartAlways    = "always"     // after any exit
+)
+
+// RestartPolicy makes an instance a managed job: restarted after exits
+// (at most MaxRestarts times), and, with Recover "elsewhere", relaunched on
+// another matching offer when its host is lost or it is preempted. Host
+// losses and preemptions do not count against MaxRestarts.
+type RestartPolicy struct {
+	Policy      string `json:"policy,omitempty"` // never (default), on-failure, always
+	MaxRestarts int    `json:"max_restarts,omitempty"`
+	Recover     string `json:"recover,omitempty"`   // "" (wait for the host) or "elsewhere"
+	MaxPrice    Money  `json:"max_price,omitempty"` // per hour for a relaunch elsewhere; 0: 1.5 × the current rate
+}
+
+// DefaultMaxRestarts applies when a restart policy names no limit.
+const DefaultMaxRestarts = 3
+
+// Validate checks the policy; the error names the field.
+func (r RestartPolicy) Validate() error {
+	switch r.Policy {
+	case "", RestartNever, RestartOnFailure, RestartAlways:
+	default:
+		return FieldErrorf("restart.policy", "%q: use never, on-failure or always", r.Policy)
+	}
+	if r.MaxRestarts < 0 || r.MaxRestarts > 1000 {
+		return FieldErrorf("restart.max_restarts", "%d: give 0 to 1000", r.MaxRestarts)
+	}
+	switch r.Recover {
+	case "", "elsewhere":
+	default:
+		return FieldErrorf("restart.recover", "%q: use elsewhere, or leave it empty to wait for the host", r.Recover)
+	}
+	if r.MaxPrice < 0 {
+		return FieldErrorf("restart.max_price", "must not be negative")
+	}
+	return nil
 }

@@ -56,6 +56,11 @@ func (s *Service) Sync(ctx context.Context, r *suanli.SyncRequest) (*suanli.Sync
 		AgentVersion: r.AgentVersion, Runtime: r.Runtime, Hardware: r.Hardware}); err != nil {
 		return nil, err
 	}
+	if r.SSH != nil {
+		if err := s.Store.SetMachineSSH(ctx, m.ID, *r.SSH, now); err != nil {
+			return nil, err
+		}
+	}
 	changed := m.Status != suanli.MachineOnline || r.Hardware != nil
 	for _, rep := range r.Instances {
 		c, err := s.applyReport(ctx, m.ID, rep, now)
@@ -72,6 +77,7 @@ func (s *Service) Sync(ctx context.Context, r *suanli.SyncRequest) (*suanli.Sync
 	if err := s.Store.RecordUsage(ctx, m.ID, r.Usage, now); err != nil {
 		return nil, err
 	}
+	s.tasks.deliver(m.ID, r.TaskResults)
 	if changed {
 		if err := s.refreshOffer(ctx, m.ID); err != nil {
 			return nil, err
@@ -115,7 +121,14 @@ func (s *Service) applyReport(ctx context.Context, machineID int64, rep suanli.I
 			if in.Status != suanli.StatusPending && in.Status != suanli.StatusExited && in.Status != suanli.StatusFailed {
 				next = suanli.StatusStopped
 			}
+			if in.RestartPending {
+				restartIfPending(in)
+				next, msg = in.Status, in.StatusMessage
+			}
 		case suanli.StatusExited:
+			if in.Status == suanli.StatusExited || in.RestartPending {
+				break // already handled
+			}
 			next, in.Desired = suanli.StatusExited, suanli.DesiredStopped
 			if rep.ExitCode != nil {
 				c := *rep.ExitCode
@@ -124,13 +137,27 @@ func (s *Service) applyReport(ctx context.Context, machineID int64, rep suanli.I
 					msg = fmt.Sprintf("the command exited with code %d", c)
 				}
 			}
+			prev := in.StatusMessage
+			if restartAfterExit(in, in.ExitCode); in.StatusMessage != prev {
+				msg = in.StatusMessage
+			}
 		case suanli.StatusFailed:
+			if in.Status == suanli.StatusFailed || in.RestartPending {
+				break
+			}
 			next, in.Desired = suanli.StatusFailed, suanli.DesiredStopped
+			prev := in.StatusMessage
+			if restartAfterExit(in, nil); in.StatusMessage != prev {
+				msg = rep.Message + "; " + in.StatusMessage
+			}
 		}
 		if in.Status == suanli.StatusDestroyed {
 			return errIgnore
 		}
 		in.Status = next
+		if len(rep.Ports) > 0 {
+			in.PortMap = rep.Ports
+		}
 		if rep.Telemetry != nil && next == suanli.StatusRunning {
 			s.usage.record(in.ID, rep.Telemetry, in.Guards.Effective().IdlePercent, now)
 		}
@@ -167,7 +194,7 @@ func (s *Service) desired(ctx context.Context, machineID int64, r *suanli.SyncRe
 		if err != nil {
 			return nil, err
 		}
-		if v == r.KnownVersion {
+		if v == r.KnownVersion && len(s.tasks.pending(machineID)) == 0 {
 			t := time.NewTimer(s.cfg.HeartbeatInterval)
 			select {
 			case <-wake:
@@ -191,17 +218,54 @@ func (s *Service) desired(ctx context.Context, machineID int64, r *suanli.SyncRe
 		return nil, err
 	}
 	resp := &suanli.SyncResponse{MachineID: machineID, Version: v, HeartbeatInterval: s.cfg.HeartbeatInterval,
-		LostAfter: s.cfg.LostAfter, ServerTime: s.now(), Instances: []suanli.InstanceSpec{}}
+		LostAfter: s.cfg.LostAfter, ServerTime: s.now(), Instances: []suanli.InstanceSpec{}, Tasks: s.tasks.pending(machineID),
+		SSHCAKeys: s.sshCAKeys()}
+	vols, err := s.Store.FindVolumes(ctx, 0, machineID, false, s.now())
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range vols {
+		resp.Volumes = append(resp.Volumes, suanli.VolumeSpec{ID: v.ID, Name: v.Name, SizeGB: v.SizeGB})
+	}
 	resp.LogOffsets, err = s.Store.LogEnds(ctx, machineID)
 	if err != nil {
 		return nil, err
 	}
 	for _, in := range ins {
-		spec := suanli.InstanceSpec{ID: in.ID, Desired: in.Desired, Image: in.Image, Cmd: in.Cmd, Env: in.Env, DiskGB: in.DiskGB,
+		spec := suanli.InstanceSpec{ID: in.ID, Desired: in.Desired, Image: in.Image, Cmd: in.Cmd, Env: in.Env, DiskGB: in.DiskGB, Ports: in.Ports, Volumes: in.Volumes,
 			GPUIndexes: in.GPUIndexes, Simulated: in.Simulated, CPUCores: in.CPUCores, RAMMB: int64(in.RAMGB * 1024),
 			StopGrace: time.Duration(m.Listing.PreemptGraceS) * time.Second}
 		if spec.Desired == suanli.DesiredRunning && (in.Status == suanli.StatusLost) {
 			spec.Desired = suanli.DesiredStopped
+		}
+		if spec.Desired != suanli.DesiredDestroyed {
+			spec.Token = auth.InstanceToken(s.tokenKey, in.ID, auth.InstanceTokenExpiry(s.now()))
+		}
+		sec, err := s.openSecrets(in)
+		if err != nil {
+			// The workload would run without its secrets: keep it (and its
+			// disk), stopped, rather than run it wrong or remove it.
+			s.Logger.Error("open instance secrets", "instance_id", in.ID, "err", err)
+			spec.Desired = suanli.DesiredStopped
+		}
+		if in.Restarts+in.Moves > 0 || sec != nil {
+			env := make(map[string]string, len(in.Env)+2)
+			for k, v := range in.Env {
+				env[k] = v
+			}
+			if in.Restarts+in.Moves > 0 {
+				env["SUANLI_ATTEMPT"] = fmt.Sprint(in.Restarts + in.Moves + 1)
+				if in.Moves > 0 {
+					env["SUANLI_RECOVERED"] = "1" // relaunched elsewhere: resume from your own checkpoint
+				}
+			}
+			if sec != nil {
+				for k, v := range sec.Env {
+					env[k] = v
+				}
+				spec.RegistryAuth = sec.RegistryAuth
+			}
+			spec.Env = env
 		}
 		for _, idx := range in.GPUIndexes {
 			for _, g := range m.Hardware.GPUs {

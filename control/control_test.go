@@ -97,6 +97,9 @@ func newFixture(t *testing.T, credit suanli.Money, cfg control.Config) *fixture 
 func (f *fixture) create(t *testing.T, c suanli.InstanceCreate) *suanli.Instance {
 	t.Helper()
 	c.OfferID, c.Image = f.machine, "img"
+	if c.Cmd == nil {
+		c.Cmd = []string{"train.sh"}
+	}
 	if c.GPUCount == 0 {
 		c.GPUCount = 1
 	}
@@ -225,7 +228,7 @@ func TestBudgetAlertsWebhookAndHardStop(t *testing.T) {
 		t.Errorf("instance outside the budget's scope: %s, want running", s)
 	}
 	// New rentals in the scope are refused with the numbers; others are not.
-	_, err := f.svc.CreateInstance(f.renter, suanli.InstanceCreate{OfferID: f.machine, Image: "x", GPUCount: 1, Project: "ml"})
+	_, err := f.svc.CreateInstance(f.renter, suanli.InstanceCreate{OfferID: f.machine, Image: "x", GPUCount: 1, Project: "ml", Cmd: []string{"x"}})
 	if suanli.ErrorCode(err) != suanli.EPAYMENTREQUIRED || !strings.Contains(err.Error(), `budget "ml"`) {
 		t.Errorf("create in a spent budget: %v", err)
 	}
@@ -372,7 +375,7 @@ func TestQuotaForNewAccounts(t *testing.T) {
 	f := newFixture(t, suanli.Dollars(100), control.Config{})
 	a := f.create(t, suanli.InstanceCreate{GPUCount: 1})
 	f.create(t, suanli.InstanceCreate{GPUCount: 1})
-	_, err := f.svc.CreateInstance(f.renter, suanli.InstanceCreate{OfferID: f.machine, Image: "x", GPUCount: 1})
+	_, err := f.svc.CreateInstance(f.renter, suanli.InstanceCreate{OfferID: f.machine, Image: "x", GPUCount: 1, Cmd: []string{"x"}})
 	if suanli.ErrorCode(err) != suanli.EFORBIDDEN || !strings.Contains(err.Error(), "new accounts (first 7 days) may run 2 GPUs at once") {
 		t.Fatalf("third GPU for a new account: %v", err)
 	}
@@ -414,5 +417,123 @@ func TestReliabilityFollowsUptime(t *testing.T) {
 	o, _ := f.svc.FindOfferByID(f.renter, f.machine)
 	if d := o.Reliability - m.Reliability; d > 0.005 || d < -0.005 {
 		t.Errorf("offer reliability %.3f, machine %.3f: the offer must follow within half a percent", o.Reliability, m.Reliability)
+	}
+}
+
+// addMachine joins and lists another 2-GPU machine for the fixture's host,
+// returning its id and its agent's context.
+func (f *fixture) addMachine(t *testing.T, price suanli.Money) (int64, context.Context) {
+	t.Helper()
+	tok, err := f.svc.CreateJoinToken(f.host, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hw := suanli.Hardware{Hostname: "rig2", CPUArch: "amd64", CPUCores: 8, RAMMB: 32 << 10, DiskFreeGB: 500,
+		GPUs: []suanli.GPU{{Index: 0, UUID: "B-0", Name: "RTX 4090", MemoryMB: 24564}, {Index: 1, UUID: "B-1", Name: "RTX 4090", MemoryMB: 24564}}}
+	j, err := f.svc.Join(context.Background(), suanli.JoinRequest{Token: tok.Token, Hardware: hw, Runtime: "process"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.ListMachine(f.host, j.MachineID, suanli.ListingUpdate{PriceGPU: &price}); err != nil {
+		t.Fatal(err)
+	}
+	p := suanli.PrincipalFromContext(f.agent)
+	return j.MachineID, suanli.NewContextWithPrincipal(context.Background(), &suanli.Principal{AccountID: p.AccountID, Scopes: []string{suanli.ScopeAgent}, MachineID: j.MachineID})
+}
+
+func TestRestartOnFailure(t *testing.T) {
+	f := newFixture(t, suanli.Dollars(100), control.Config{})
+	in := f.create(t, suanli.InstanceCreate{Restart: suanli.RestartPolicy{Policy: suanli.RestartOnFailure, MaxRestarts: 2}})
+	one, zero := 1, 0
+	for round := 1; round <= 3; round++ {
+		f.report(t, suanli.InstanceReport{ID: in.ID, Status: suanli.StatusRunning})
+		f.report(t, suanli.InstanceReport{ID: in.ID, Status: suanli.StatusExited, ExitCode: &one})
+		got := f.status(t, in.ID)
+		if got.Status != suanli.StatusExited || got.Desired != suanli.DesiredStopped {
+			t.Fatalf("round %d after exit: %s/%s", round, got.Status, got.Desired)
+		}
+		f.report(t, suanli.InstanceReport{ID: in.ID, Status: suanli.StatusStopped}) // the agent confirms the stop
+		got = f.status(t, in.ID)
+		if round <= 2 {
+			if got.Status != suanli.StatusPending || got.Desired != suanli.DesiredRunning || got.Restarts != round {
+				t.Fatalf("round %d: %s/%s restarts %d (%s), want pending/running", round, got.Status, got.Desired, got.Restarts, got.StatusMessage)
+			}
+		} else if got.Status != suanli.StatusExited || !strings.Contains(got.StatusMessage, "2 of 2 restarts used") {
+			t.Fatalf("after max restarts: %s (%s)", got.Status, got.StatusMessage)
+		}
+	}
+	// A clean exit is not a failure.
+	ok := f.create(t, suanli.InstanceCreate{Restart: suanli.RestartPolicy{Policy: suanli.RestartOnFailure}})
+	f.report(t, suanli.InstanceReport{ID: ok.ID, Status: suanli.StatusRunning})
+	f.report(t, suanli.InstanceReport{ID: ok.ID, Status: suanli.StatusExited, ExitCode: &zero})
+	f.report(t, suanli.InstanceReport{ID: ok.ID, Status: suanli.StatusStopped})
+	if got := f.status(t, ok.ID); got.Status != suanli.StatusExited || got.Restarts != 0 {
+		t.Errorf("exit 0 under on-failure: %s restarts %d", got.Status, got.Restarts)
+	}
+}
+
+// TestRecoverElsewhere loses a managed job's host and checks that the job
+// is relaunched once on the other machine, that compute on the lost host
+// was billed only up to its last heartbeat, and that the healed host is
+// told to drop its copy.
+func TestRecoverElsewhere(t *testing.T) {
+	f := newFixture(t, suanli.Dollars(100), control.Config{LostAfter: 2 * time.Minute, FailoverGrace: time.Minute})
+	ctx := context.Background()
+	b, bAgent := f.addMachine(t, 1_200_000)
+	in := f.create(t, suanli.InstanceCreate{Restart: suanli.RestartPolicy{Recover: "elsewhere"}, Guards: suanli.Guards{IdleStopMinutes: -1}})
+	f.report(t, suanli.InstanceReport{ID: in.ID, Status: suanli.StatusRunning})
+	lastBeat := f.clk.Now()
+	// Machine A goes silent; B keeps heartbeating.
+	for i := 0; i < 6; i++ {
+		f.clk.Add(30 * time.Second)
+		if _, err := f.svc.Sync(bAgent, &suanli.SyncRequest{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.svc.CheckLeases(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.svc.CheckRecoveries(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := f.status(t, in.ID)
+	if got.MachineID != b || got.Moves != 1 || got.Desired != suanli.DesiredRunning || got.Status != suanli.StatusPending {
+		t.Fatalf("after A was lost: machine %d (want %d), moves %d, %s/%s (%s)", got.MachineID, b, got.Moves, got.Status, got.Desired, got.StatusMessage)
+	}
+	if got.Rates.ComputePerHour != 1_200_000 {
+		t.Errorf("rate after the move %s, want B's $1.20", got.Rates.ComputePerHour)
+	}
+	sum, _ := f.svc.FindCharges(f.renter, suanli.ChargeFilter{InstanceID: &in.ID})
+	if c := sum.ByKind[suanli.MeterCompute]; c != 0 {
+		t.Errorf("compute billed %s, want 0: it ran on A from creation until A's last heartbeat, the same instant", c)
+	}
+	_ = lastBeat
+	// B's agent is told to run it, with the attempt in its env.
+	resp, err := f.svc.Sync(bAgent, &suanli.SyncRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Instances) != 1 || resp.Instances[0].ID != in.ID || resp.Instances[0].Env["SUANLI_RECOVERED"] != "1" {
+		t.Fatalf("B's desired state: %+v", resp.Instances)
+	}
+	// A heals: its desired state no longer holds the instance, so it stops its copy.
+	resp, err = f.svc.Sync(f.agent, &suanli.SyncRequest{Instances: []suanli.InstanceReport{{ID: in.ID, Status: suanli.StatusRunning}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Instances) != 0 {
+		t.Errorf("healed A still asked to hold %+v", resp.Instances)
+	}
+	if got := f.status(t, in.ID); got.MachineID != b {
+		t.Errorf("A's late report moved the instance back to machine %d", got.MachineID)
+	}
+	// Running on B is billed at B's rate.
+	if _, err := f.svc.Sync(bAgent, &suanli.SyncRequest{Instances: []suanli.InstanceReport{{ID: in.ID, Status: suanli.StatusRunning}}}); err != nil {
+		t.Fatal(err)
+	}
+	f.clk.Add(time.Hour)
+	got = f.status(t, in.ID)
+	if got.Status != suanli.StatusRunning || got.BurnRate < 1_200_000 {
+		t.Errorf("on B: %s burning %s", got.Status, got.BurnRate)
 	}
 }

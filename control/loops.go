@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/suanli/suanli"
@@ -10,9 +11,16 @@ import (
 
 // Run runs the control plane's loops until ctx ends: the periodic close
 // that settles running meters into the ledger (at multiples of
-// SettleInterval, so hourly closes fall on the hour), and host leases. It
-// first loads the meters the close keeps in memory.
+// SettleInterval, so hourly closes fall on the hour), host leases, and the
+// audit log's checkpoints and retention. It first loads the meters the
+// close keeps in memory.
 func (s *Service) Run(ctx context.Context) error {
+	auditDone := make(chan struct{})
+	go func() {
+		defer close(auditDone)
+		s.Audit.Run(ctx)
+	}()
+	defer func() { <-auditDone }()
 	start := time.Now()
 	if n, err := s.Store.WarmBook(ctx); err != nil {
 		s.Logger.Error("load billing book", "err", err) // the first close rebuilds it
@@ -48,6 +56,9 @@ func (s *Service) Run(ctx context.Context) error {
 			}
 			if err := s.CheckGuards(ctx); err != nil {
 				s.Logger.Error("check guards", "err", err)
+			}
+			if err := s.CheckRecoveries(ctx); err != nil {
+				s.Logger.Error("check recoveries", "err", err)
 			}
 			if err := s.CheckBudgets(ctx); err != nil {
 				s.Logger.Error("check budgets", "err", err)
@@ -121,6 +132,8 @@ func (s *Service) CheckLeases(ctx context.Context) error {
 		}
 		s.Logger.Warn("machine lease", "machine_id", m.ID, "status", next, "silent_s", int(silent.Seconds()))
 		if next == suanli.MachineOffline {
+			s.RecordAudit(ctx, suanli.AuditEvent{AccountID: m.OwnerID, Action: "machine.lease_lost", Target: fmt.Sprintf("machine %d", m.ID),
+				Result: "ok", Detail: fmt.Sprintf("silent for %ds after its last heartbeat at %s", int(silent.Seconds()), m.LastHeartbeat.Format(time.RFC3339))})
 			if err := s.loseInstances(ctx, m); err != nil {
 				return err
 			}
@@ -149,6 +162,8 @@ func (s *Service) loseInstances(ctx context.Context, m *suanli.Machine) error {
 		if err != nil {
 			return err
 		}
+		s.RecordAudit(ctx, suanli.AuditEvent{AccountID: in.AccountID, Action: "instance.lost", Target: fmt.Sprintf("instance %d", in.ID),
+			Result: "ok", Detail: fmt.Sprintf("machine %d stopped answering; billing ended at %s", m.ID, m.LastHeartbeat.Format(time.RFC3339))})
 		if err := s.Store.CountHostEvent(ctx, m.ID, sqlstore.HostLost); err != nil {
 			return err
 		}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/control"
 )
 
 // Client speaks the API for the CLI and the agent. It implements the
@@ -28,6 +29,8 @@ type Client struct {
 	// Long is used for the agent's long-poll sync (no overall timeout; the
 	// caller's context bounds it).
 	Long *http.Client
+	// Team, when set, makes every request act on that team (id or name).
+	Team string
 }
 
 var (
@@ -37,6 +40,9 @@ var (
 	_ suanli.BillingService  = (*Client)(nil)
 	_ suanli.AgentService    = (*Client)(nil)
 	_ suanli.AccountService  = (*Client)(nil)
+	_ suanli.KeyService      = (*Client)(nil)
+	_ suanli.TeamService     = (*Client)(nil)
+	_ suanli.AuditService    = (*Client)(nil)
 )
 
 // NewClient returns a client for the server at baseURL.
@@ -75,6 +81,9 @@ func (c *Client) do(ctx context.Context, hc *http.Client, method, path string, b
 	}
 	if c.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.APIKey)
+	}
+	if c.Team != "" {
+		req.Header.Set(TeamHeader, c.Team)
 	}
 	if k, ok := ctx.Value(idemKey{}).(string); ok && k != "" {
 		req.Header.Set("Idempotency-Key", k)
@@ -288,4 +297,10 @@ func (c *Client) Sync(ctx context.Context, r *suanli.SyncRequest) (*suanli.SyncR
 // SetQuota overrides an account's quota (operators).
 func (c *Client) SetQuota(ctx context.Context, accountID int64, q suanli.Quota) error {
 	return c.do(ctx, c.HTTP, http.MethodPut, "/v1/admin/quota", QuotaRequest{AccountID: accountID, GPUs: q.GPUs, Instances: q.Instances}, nil)
+}
+
+// Exec runs a command in an instance.
+func (c *Client) Exec(ctx context.Context, id int64, cmd []string, timeout time.Duration) (*control.ExecResult, error) {
+	var r control.ExecResult
+	return &r, c.do(ctx, c.Long, http.MethodPost, fmt.Sprintf("/v1/instances/%d/exec", id), ExecRequest{Cmd: cmd, TimeoutSeconds: int64(timeout / time.Second)}, &r)
 }

@@ -102,8 +102,9 @@ func (tx *Tx) catchUp(ctx context.Context, m *meter) error {
 	}
 	if m.billedByCloses(st) {
 		if amt := m.span().Total(st.Through); amt > 0 {
-			if _, err := tx.exec(ctx, `INSERT INTO meter_spans (meter_id, since, remainder, close_lo, close_hi, amount) VALUES (?, ?, ?, ?, ?, ?)`,
-				m.ID, m.Since, m.Remainder, m.CloseID, st.CloseID, int64(amt)); err != nil {
+			if _, err := tx.exec(ctx, `INSERT INTO meter_spans (meter_id, host_id, rate, period_us, fee_bp, since, remainder, close_lo, close_hi, amount)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, m.ID, m.HostID, int64(m.Rate), m.PeriodUS, m.FeeBP, m.Since, m.Remainder, m.CloseID, st.CloseID,
+				int64(amt)); err != nil {
 				return err
 			}
 		}

@@ -77,14 +77,19 @@ func (tx *Tx) spans(ctx context.Context, col string, id int64, st billState) ([]
 		return nil, nil
 	}
 	var out []spanRow
-	where, args := "", []any{}
+	// A span keeps the host and rate its meter had (a move changes them);
+	// instance, account and kind never change.
+	where, swhere, args := "", "", []any{}
 	if col != "" {
-		where, args = ` AND m.`+col+` = ?`, append(args, id)
+		where, swhere, args = ` AND m.`+col+` = ?`, ` AND m.`+col+` = ?`, append(args, id)
+		if col == "host_id" {
+			swhere = ` AND s.host_id = ?`
+		}
 	}
-	rows, err := tx.query(ctx, `SELECT m.id, m.instance_id, m.account_id, m.host_id, m.kind, m.rate, m.period_us, m.fee_bp,
+	rows, err := tx.query(ctx, `SELECT m.id, m.instance_id, m.account_id, s.host_id, m.kind, s.rate, s.period_us, s.fee_bp,
 		s.since, s.remainder, s.close_lo, s.close_hi, s.amount, `+spanInstanceCols+`
 		FROM meter_spans s JOIN meters m ON m.id = s.meter_id LEFT JOIN instances i ON i.id = m.instance_id
-		WHERE s.close_lo < ?`+where+` ORDER BY s.id`, append([]any{st.CloseID}, args...)...)
+		WHERE s.close_lo < ?`+swhere+` ORDER BY s.id`, append([]any{st.CloseID}, args...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@
 // same answers before they report any time (DESIGN §8).
 //
 //	suanli-bench bill [flags]     the hour close: billing.Book + sqlstore vs row-per-charge SQLite
+//	suanli-bench search [flags]   offer search: market.Index vs SQLite vs a naive scan
 //
 // Progress goes to stderr, results to stdout.
 package main
@@ -22,6 +23,8 @@ benchmarks:
   bill      the hour close: settle N running instances with the product's close
             (in-memory book, postings per account, derived sub-ledger) against
             a batched row-per-charge SQLite settlement (see suanli-bench bill -h)
+  search    offer search: the in-memory market index against SQLite and a naive
+            scan-and-sort, under a concurrent writer (see suanli-bench search -h)
 `
 
 func main() {
@@ -35,6 +38,8 @@ func main() {
 	switch os.Args[1] {
 	case "bill":
 		err = runBill(ctx, os.Args[2:], os.Stdout, os.Stderr)
+	case "search":
+		err = runSearch(ctx, os.Args[2:])
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 		return

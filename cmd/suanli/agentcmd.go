@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -27,6 +28,23 @@ type agentConfig struct {
 	FakeGPUs string
 	Runtime  string // auto, docker, process
 	DataDir  string
+	// SSHAddr is where the SSH endpoint listens ("off": none; "": the
+	// command's default). SSHAdvertise is the host renters reach it at ("":
+	// the address the control plane sees the agent's syncs come from).
+	SSHAddr      string
+	SSHAdvertise string
+	// CAFile or CAFingerprint pin an HTTPS control plane's CA at join;
+	// caPEM is the CA itself when the caller has it (up).
+	CAFile        string
+	CAFingerprint string
+	caPEM         []byte
+	// BlockHost is "auto" (on when root with iptables), "on" or "off":
+	// whether Docker instances are kept from reaching the host's ports.
+	BlockHost string
+	// SubnetPool is where Docker instance networks take a /28 each.
+	SubnetPool string
+	// DockerNamespace separates agents sharing one Docker daemon.
+	DockerNamespace string
 	// FenceAfter stops billed workloads after this long without reaching
 	// the control plane (its lost_after minus a margin), so a rental the
 	// control plane gave up on never runs twice.
@@ -38,6 +56,11 @@ func (c *agentConfig) flags(cmd *cobra.Command) {
 	f.StringVar(&c.FakeGPUs, "fake-gpus", os.Getenv("SUANLI_FAKE_GPUS"), `declare simulated GPUs, e.g. "RTX 4090:2" (development and tests; marked simulated everywhere)`)
 	f.StringVar(&c.Runtime, "runtime", envOr("SUANLI_RUNTIME", "auto"), "how instances run: docker, process, or auto (docker when a daemon is reachable)")
 	f.StringVar(&c.DataDir, "data-dir", "", "where the agent keeps instance data (default HOME/agent)")
+	f.StringVar(&c.SSHAddr, "ssh-addr", os.Getenv("SUANLI_SSH_ADDR"), "where the SSH endpoint for renters listens (HOST:PORT; port 0 picks a free one; off: no SSH); default :2222 for agent, 127.0.0.1:0 for up; env SUANLI_SSH_ADDR")
+	f.StringVar(&c.SSHAdvertise, "ssh-advertise", os.Getenv("SUANLI_SSH_ADVERTISE"), "host or IP renters reach the SSH endpoint at (default: the address the control plane sees this agent at); env SUANLI_SSH_ADVERTISE")
+	f.StringVar(&c.BlockHost, "block-host-access", "auto", "keep Docker instances from reaching this host's own ports: auto (when root with iptables), on, off")
+	f.StringVar(&c.DockerNamespace, "docker-namespace", "", "name prefix for this agent's containers, networks and volumes, when several agents share one Docker daemon")
+	f.StringVar(&c.SubnetPool, "subnet-pool", "", "CIDR where each Docker instance network takes a /28 (default: the daemon's pools, about 30 networks)")
 	f.DurationVar(&c.FenceAfter, "fence-after", 100*time.Second, "stop running instances after this long without the control plane (its lost-after minus a margin; 0 disables)")
 	cmd.RegisterFlagCompletionFunc("runtime", cobra.FixedCompletions([]string{"auto", "docker", "process"}, cobra.ShellCompDirectiveNoFileComp))
 }
@@ -47,6 +70,7 @@ type agentState struct {
 	Server    string `json:"server"`
 	MachineID int64  `json:"machine_id"`
 	APIKey    string `json:"api_key"`
+	CAPEM     string `json:"ca_pem,omitempty"` // the control plane's pinned TLS CA
 }
 
 func detect(ctx context.Context, c agentConfig, dataDir string) (suanli.Hardware, error) {
@@ -68,14 +92,25 @@ func detect(ctx context.Context, c agentConfig, dataDir string) (suanli.Hardware
 }
 
 func newRuntime(ctx context.Context, c agentConfig, dataDir string, logger *slog.Logger) (agent.Runtime, error) {
+	dockerOpts := func() docker.Options {
+		o := docker.Options{DataDir: filepath.Join(dataDir, "docker"), Logger: logger, SubnetPool: c.SubnetPool, Namespace: c.DockerNamespace}
+		switch c.BlockHost {
+		case "on":
+			o.BlockHostAccess = true
+		case "auto":
+			_, err := exec.LookPath("iptables")
+			o.BlockHostAccess = os.Geteuid() == 0 && err == nil
+		}
+		return o
+	}
 	switch c.Runtime {
 	case "process":
 		return process.New(dataDir, logger), nil
 	case "docker":
-		return docker.New(ctx, docker.Options{DataDir: dataDir, Logger: logger})
+		return docker.New(ctx, dockerOpts())
 	case "auto", "":
 		if docker.Available(ctx) {
-			return docker.New(ctx, docker.Options{DataDir: dataDir, Logger: logger})
+			return docker.New(ctx, dockerOpts())
 		}
 		return process.New(dataDir, logger), nil
 	}
@@ -106,19 +141,34 @@ func startAgent(ctx context.Context, c agentConfig, server, stateFile string, jo
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		resp, err := shttp.NewClient(server, "").Join(ctx, suanli.JoinRequest{Token: tok, Hardware: hw, Runtime: rt.Name()})
+		caPEM, err := joinCA(ctx, c, server)
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		st = agentState{Server: server, MachineID: resp.MachineID, APIKey: resp.APIKey}
+		jc := shttp.NewClient(server, "")
+		if err := pinClient(jc, caPEM); err != nil {
+			return nil, nil, nil, err
+		}
+		resp, err := jc.Join(ctx, suanli.JoinRequest{Token: tok, Hardware: hw, Runtime: rt.Name()})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		st = agentState{Server: server, MachineID: resp.MachineID, APIKey: resp.APIKey, CAPEM: string(caPEM)}
 		b, _ := json.MarshalIndent(st, "", "  ")
 		if err := os.WriteFile(stateFile, b, 0o600); err != nil {
 			return nil, nil, nil, err
 		}
 	}
 	client := shttp.NewClient(server, st.APIKey)
+	if err := pinClient(client, []byte(st.CAPEM)); err != nil {
+		return nil, nil, nil, err
+	}
+	sshEP, sshCA, err := startSSHEndpoint(ctx, c, dataDir, rt, logger)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	cfg := agent.Config{Server: client, Runtime: rt, MachineID: st.MachineID, Hardware: hw, Version: Version, Logger: logger,
-		FenceAfter: c.FenceAfter}
+		FenceAfter: c.FenceAfter, SSH: sshEP, SSHAuthorities: sshCA}
 	if len(hw.GPUs) > 0 && !hw.GPUs[0].Simulated {
 		cfg.GPUSampler = agent.SampleGPUs
 	}
@@ -127,7 +177,13 @@ func startAgent(ctx context.Context, c agentConfig, server, stateFile string, jo
 		return nil, nil, nil, err
 	}
 	done := make(chan error, 1)
-	go func() { done <- ag.Run(ctx) }()
+	go func() {
+		err := ag.Run(ctx)
+		if cl, ok := rt.(interface{ Close() error }); ok {
+			cl.Close()
+		}
+		done <- err
+	}()
 	logger.Info("agent started", "machine_id", st.MachineID, "runtime", rt.Name(), "gpus", len(hw.GPUs), "server", server)
 	return done, &st, agent.NewCollector(rt, cfg.GPUSampler), nil
 }
@@ -167,6 +223,10 @@ List the machine afterwards with 'suanli host list MACHINE --price-gpu …'.`,
 			if c.DataDir == "" {
 				c.DataDir = filepath.Join(a.home, "agent")
 			}
+			if c.SSHAddr == "" {
+				c.SSHAddr = ":2222"
+			}
+			c.CAFile = a.caFile // the global --ca-file
 			if err := os.MkdirAll(a.home, 0o700); err != nil {
 				return err
 			}
@@ -195,6 +255,7 @@ List the machine afterwards with 'suanli host list MACHINE --price-gpu …'.`,
 	}
 	c.flags(cmd)
 	cmd.Flags().StringVar(&token, "join-token", os.Getenv("SUANLI_JOIN_TOKEN"), "one-time join token (first start only); env SUANLI_JOIN_TOKEN")
+	cmd.Flags().StringVar(&c.CAFingerprint, "ca-fingerprint", os.Getenv("SUANLI_CA_FINGERPRINT"), "pin the control plane's CA by its fingerprint, as `suanli host join-token` prints it (first start only)")
 	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics (instances, per-GPU utilisation, memory, temperature) at HOST:PORT")
 	return cmd
 }

@@ -14,6 +14,9 @@ import (
 
 // guardFlags are the ghost-spend guard flags shared by create and quote.
 type guardFlags struct {
+	restart, recover    string
+	maxRestarts         int
+	maxPrice            string
 	ttl, idle           string
 	windows             []string
 	destroyAfterStopped int
@@ -29,9 +32,23 @@ func (g *guardFlags) register(cmd *cobra.Command) {
 	f.IntVar(&g.destroyAfterStopped, "destroy-after-stopped", 0, "destroy the instance (and its data) after this many days stopped (opt-in)")
 	f.StringArrayVar(&g.tags, "tag", nil, "a cost tag KEY=VALUE (repeatable), for budgets and reports")
 	f.StringVar(&g.project, "project", "", "the project this instance's cost belongs to")
+	f.StringVar(&g.restart, "restart", "", "managed job: restart the workload when it ends: on-failure (non-zero exit) or always")
+	f.IntVar(&g.maxRestarts, "max-restarts", 0, fmt.Sprintf("at most this many restarts after exits (default %d; host losses and preemptions do not count)", suanli.DefaultMaxRestarts))
+	f.StringVar(&g.recover, "recover", "", "elsewhere: when the host is lost or the job preempted, relaunch it on another matching offer")
+	f.StringVar(&g.maxPrice, "max-price", "", "the most per hour a relaunch elsewhere may cost (default 1.5 × the current rate)")
+	cmd.RegisterFlagCompletionFunc("restart", cobra.FixedCompletions([]string{"on-failure", "always", "never"}, cobra.ShellCompDirectiveNoFileComp))
+	cmd.RegisterFlagCompletionFunc("recover", cobra.FixedCompletions([]string{"elsewhere"}, cobra.ShellCompDirectiveNoFileComp))
 }
 
 func (g *guardFlags) apply(c *suanli.InstanceCreate) error {
+	c.Restart = suanli.RestartPolicy{Policy: g.restart, MaxRestarts: g.maxRestarts, Recover: g.recover}
+	if g.maxPrice != "" {
+		m, err := suanli.ParseMoney(g.maxPrice)
+		if err != nil || m <= 0 {
+			return suanli.FieldErrorf("max-price", "%q: give a price per hour like 1.20", g.maxPrice)
+		}
+		c.Restart.MaxPrice = m
+	}
 	if g.ttl != "" {
 		d, err := suanli.ParseDuration(g.ttl)
 		if err != nil || d <= 0 {

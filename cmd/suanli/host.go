@@ -180,8 +180,12 @@ func newJoinTokenCmd(a *app) *cobra.Command {
 			if jsonOut {
 				return a.printJSON(cmd, t)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s\n\nOn the machine, run (valid until %s):\n  suanli agent --server %s --join-token %s\n",
-				t.Token, t.ExpiresAt.Local().Format(time.DateTime), c.BaseURL, t.Token)
+			pin := ""
+			if fp := a.pinnedCAFingerprint(); fp != "" {
+				pin = " --ca-fingerprint " + fp
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s\n\nOn the machine, run (valid until %s):\n  suanli agent --server %s --join-token %s%s\n",
+				t.Token, t.ExpiresAt.Local().Format(time.DateTime), c.BaseURL, t.Token, pin)
 			return nil
 		},
 	}

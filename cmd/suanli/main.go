@@ -32,13 +32,18 @@ type app struct {
 	home   string
 	server string
 	apiKey string
+	team   string
 	json   bool
+	caFile string // a CA certificate to pin for an HTTPS server (--ca-file)
 }
 
 // clientConfig is the client's config file (home/config.json, mode 0600).
 type clientConfig struct {
 	Server string `json:"server"`
 	APIKey string `json:"api_key"`
+	// CAPEM pins the server's CA (`suanli server --tls auto` writes it):
+	// HTTPS to the server trusts that CA only.
+	CAPEM string `json:"ca_pem,omitempty"`
 }
 
 func defaultHome() string {
@@ -94,7 +99,13 @@ func (a *app) client() *shttp.Client {
 	if server == "" {
 		server = "http://" + DefaultAddr
 	}
-	return shttp.NewClient(server, key)
+	cl := shttp.NewClient(server, key)
+	cl.Team = os.Getenv("SUANLI_TEAM")
+	if a.team != "" {
+		cl.Team = a.team
+	}
+	a.pinCA(cl, c.CAPEM)
+	return cl
 }
 
 func (a *app) printJSON(cmd *cobra.Command, v any) error {
@@ -133,14 +144,18 @@ Client commands find the server and API key in $SUANLI_HOME/config.json
 	root.PersistentFlags().StringVar(&a.home, "home", defaultHome(), "Suanli home directory (data, config); env SUANLI_HOME")
 	root.PersistentFlags().StringVar(&a.server, "server", "", "server URL (default from config, SUANLI_SERVER, or http://"+DefaultAddr+")")
 	root.PersistentFlags().StringVar(&a.apiKey, "api-key", "", "API key (default from config or SUANLI_API_KEY)")
+	root.PersistentFlags().StringVar(&a.team, "team", "", "act on this team (id or name) with your role in it; env SUANLI_TEAM")
+	root.PersistentFlags().StringVar(&a.caFile, "ca-file", os.Getenv("SUANLI_CA_FILE"), "CA certificate to trust for an HTTPS server (default: the CA pinned in the config); env SUANLI_CA_FILE")
 	root.AddGroup(&cobra.Group{ID: "run", Title: "Run Suanli:"}, &cobra.Group{ID: "rent", Title: "Rent:"},
-		&cobra.Group{ID: "host", Title: "Provide:"}, &cobra.Group{ID: "money", Title: "Pay:"})
+		&cobra.Group{ID: "host", Title: "Provide:"}, &cobra.Group{ID: "money", Title: "Pay:"},
+		&cobra.Group{ID: "access", Title: "Access and audit:"})
 	for _, c := range []*cobra.Command{newUpCmd(a), newServerCmd(a), newAgentCmd(a)} {
 		c.GroupID = "run"
 		root.AddCommand(c)
 	}
 	for _, c := range []*cobra.Command{newSearchCmd(a), newQuoteCmd(a), newCreateCmd(a), newLsCmd(a), newShowCmd(a), newLogsCmd(a),
-		newStateCmd(a, "stop"), newStateCmd(a, "start"), newStateCmd(a, "destroy")} {
+		newStateCmd(a, "stop"), newStateCmd(a, "start"), newStateCmd(a, "destroy"), newExecCmd(a), newTopCmd(a), newTemplatesCmd(a), newVolumeCmd(a),
+		newSSHCmd(a), newSSHKeysCmd(a), newAllowlistCmd(a)} {
 		c.GroupID = "rent"
 		root.AddCommand(c)
 	}
@@ -150,6 +165,10 @@ Client commands find the server and API key in $SUANLI_HOME/config.json
 	}
 	for _, c := range []*cobra.Command{newBillingCmd(a), newBudgetCmd(a), newCostCmd(a), newAdminCmd(a)} {
 		c.GroupID = "money"
+		root.AddCommand(c)
+	}
+	for _, c := range []*cobra.Command{newKeysCmd(a), newAuthCmd(a), newTeamsCmd(a), newAccountCmd(a), newAuditCmd(a), newProgressCmd(a)} {
+		c.GroupID = "access"
 		root.AddCommand(c)
 	}
 	root.AddGroup(&cobra.Group{ID: "advise", Title: "Advise:"})
@@ -165,6 +184,10 @@ func main() {
 	defer stop()
 	root := newRootCmd()
 	if err := root.ExecuteContext(ctx); err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			os.Exit(ee.code) // a remote command's exit code, already explained by its output
+		}
 		fmt.Fprintln(os.Stderr, "error:", errorText(err))
 		os.Exit(exitCode(err))
 	}
@@ -193,6 +216,8 @@ func exitCode(err error) int {
 		return 6
 	case suanli.EUNAVAILABLE:
 		return 7
+	case suanli.ERATELIMITED:
+		return 8
 	}
 	return 1
 }

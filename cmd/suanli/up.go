@@ -27,8 +27,8 @@ func newUpCmd(a *app) *cobra.Command {
 		Short: "Run everything on this machine: control plane, a local host agent, the console",
 		Long: `Start a complete marketplace in one process, with no setup:
 
-  - the control plane (API under /v1, OpenAPI at /v1/openapi.json, an
-    overview page at /), with an embedded SQLite database in HOME;
+  - the control plane (API under /v1, OpenAPI at /v1/openapi.json, the
+    web console at /), with an embedded SQLite database in HOME;
   - a host agent for this machine, registered and listed with default prices;
   - an operator account with starting credit, whose API key is written to
     HOME/config.json (mode 0600) so every other command works at once.
@@ -55,6 +55,10 @@ the next time. Running 'up' again reuses the data.`,
 			if ac.DataDir == "" {
 				ac.DataDir = filepath.Join(a.home, "agent")
 			}
+			if ac.SSHAddr == "" {
+				ac.SSHAddr = "127.0.0.1:0" // up is local: SSH too, on a free port
+			}
+			ac.caPEM = r.caPEM
 			opCtx := suanli.NewContextWithPrincipal(ctx, &suanli.Principal{AccountID: r.operator.ID, Role: suanli.RoleOperator, Scopes: []string{suanli.ScopeAll}})
 			agentDone, st, coll, err := startAgent(ctx, ac, r.url, filepath.Join(a.home, "agent.json"), func(ctx context.Context) (string, error) {
 				t, err := r.svc.CreateJoinToken(opCtx, time.Hour)

@@ -24,17 +24,23 @@ CREATE TABLE bill_closes (
 );
 
 -- A stretch of an active meter's life billed by closes (close_lo, close_hi],
--- recorded when the meter's row is written again. amount is what those
--- closes charged it.
+-- recorded when the meter's row is written again, with the terms it had
+-- then (a moved instance's meters change host and rate). amount is what
+-- those closes charged it.
 CREATE TABLE meter_spans (
 	id        INTEGER PRIMARY KEY,
 	meter_id  BIGINT NOT NULL REFERENCES meters(id),
+	host_id   BIGINT NOT NULL,
+	rate      BIGINT NOT NULL,
+	period_us BIGINT NOT NULL,
+	fee_bp    BIGINT NOT NULL,
 	since     BIGINT NOT NULL,
 	remainder BIGINT NOT NULL,
 	close_lo  BIGINT NOT NULL,
 	close_hi  BIGINT NOT NULL,
 	amount    BIGINT NOT NULL
 );
+CREATE INDEX meter_spans_host ON meter_spans(host_id);
 CREATE INDEX meter_spans_meter ON meter_spans(meter_id);
 
 -- The latest close: every transaction that writes a meter reads it (shared),
