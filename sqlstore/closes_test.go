@@ -126,6 +126,7 @@ func twinRun(t *testing.T, seed uint64) {
 	now := t0
 	lastSettle := t0
 	var seq int64
+	var vols []int64
 	traffic := map[int64][2]int64{}
 	for step := 0; step < 400; step++ {
 		now = now.Add(time.Duration(rng.Int64N(int64(20*time.Minute))) + time.Microsecond)
@@ -232,6 +233,45 @@ func twinRun(t *testing.T, seed uint64) {
 				})
 				return err
 			})
+		case r < 19 && rng.IntN(3) == 0: // a managed job moves: its meters change host and rates
+			o := ins[rng.IntN(len(ins))]
+			m := machines[rng.IntN(len(machines))]
+			gpu := rng.IntN(8)
+			if o.destroyed || m.ID == o.machine.ID || used[[2]int64{m.ID, int64(gpu)}] {
+				continue
+			}
+			mv := sqlstore.Move{InstanceID: o.id, MachineID: m.ID, HostID: m.OwnerID, GPUIndexes: []int{gpu}, CPUCores: 4, RAMMB: 1024,
+				Rates: suanli.Rates{ComputePerHour: suanli.Money(rng.Int64N(4_000_000) + 1), StoragePerMonth: suanli.Money(rng.Int64N(300_000)),
+					InetUpPerGB: 20_000, InetDownPerGB: 5_000, FeeBasisPoints: rng.Int64N(5000)}, Reason: "test"}
+			at := now.Add(-time.Duration(rng.Int64N(int64(10 * time.Minute))))
+			w.must("move", func(db *sqlstore.DB) error {
+				_, err := db.MoveInstance(ctx, mv, at, now)
+				return err
+			})
+			used[[2]int64{o.machine.ID, int64(o.gpu)}] = false
+			used[[2]int64{m.ID, int64(gpu)}] = true
+			o.machine, o.gpu = m, gpu
+		case r < 19 && rng.IntN(2) == 0: // volumes: created, later deleted
+			if len(vols) > 0 && rng.IntN(2) == 0 {
+				id := vols[rng.IntN(len(vols))]
+				w.must("delete volume", func(db *sqlstore.DB) error {
+					_, err := db.DeleteVolume(ctx, id, now)
+					return err
+				})
+				continue
+			}
+			m := machines[rng.IntN(len(machines))]
+			v := suanli.Volume{AccountID: accounts[rng.IntN(len(accounts))].ID, MachineID: m.ID, Name: fmt.Sprintf("vol%d", step),
+				SizeGB: rng.Int64N(500) + 1, Rate: suanli.Money(rng.Int64N(200_000) + 1)}
+			var id int64
+			fee := rng.Int64N(3000)
+			w.must("create volume", func(db *sqlstore.DB) error {
+				cp := v
+				err := db.CreateVolume(ctx, &cp, m.OwnerID, fee, now)
+				id = cp.ID
+				return err
+			})
+			vols = append(vols, id)
 		case r < 19:
 			w.restart()
 		default:
@@ -359,6 +399,7 @@ func compareTwin(t *testing.T, w *twin, rng *rand.Rand, accounts, hosts []*suanl
 		sort.Strings(c.Mismatched)
 		return c, nil
 	})
+	same("FindVolumes", func(db *sqlstore.DB) (any, error) { return db.FindVolumes(ctx, 0, 0, true, now) })
 	same("SettledByInstance", func(db *sqlstore.DB) (any, error) { return db.SettledByInstance(ctx) })
 	same("Stats", func(db *sqlstore.DB) (any, error) { return db.Stats(ctx) })
 	var ids []int64

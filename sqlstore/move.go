@@ -55,7 +55,11 @@ func (s *DB) MoveInstance(ctx context.Context, mv Move, at, now time.Time) (*sua
 			return err
 		}
 		atUS, nowUS := us(at), us(now)
-		for _, m := range ms {
+		for _, kind := range []string{suanli.MeterCompute, suanli.MeterStorage, suanli.MeterInetUp, suanli.MeterInetDown} {
+			m := ms[kind] // in a fixed order: the ledger rows it writes do not depend on map order
+			if m == nil {
+				continue
+			}
 			if err := tx.setActive(ctx, m, false, atUS, now); err != nil {
 				return err
 			}
