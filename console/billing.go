@@ -122,7 +122,7 @@ func (c *Console) handleBilling(w http.ResponseWriter, r *http.Request, s *sessi
 	now := c.now().UTC()
 	last := midnight(now)
 	first := last.AddDate(0, 0, -(billingDays - 1))
-	p := billingPage{Balance: bal, Runway: runway(bal.Balance, bal.BurnRate), From: first}
+	p := billingPage{Balance: bal, Runway: runway(bal.Balance-bal.Accrued, bal.BurnRate), From: first}
 	report := func(by string) (*suanli.CostReport, error) { return c.svc.CostReport(ctx, by, first) }
 	day, err := report("day")
 	if err != nil {
