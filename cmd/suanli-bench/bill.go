@@ -14,6 +14,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -41,6 +42,7 @@ type billConfig struct {
 type billSide struct {
 	Name    string          `json:"name"`
 	Closes  []time.Duration `json:"closes_ns"`
+	CPU     []time.Duration `json:"closes_cpu_ns"` // the process's CPU time (user+system) during each close
 	Total   time.Duration   `json:"total_ns"`
 	Warm    time.Duration   `json:"warm_ns,omitempty"`
 	Meters  int             `json:"meters_loaded,omitempty"`
@@ -126,7 +128,8 @@ flags:
 		return err
 	}
 	out := func(format string, a ...any) { fmt.Fprintf(stdout, "bill: "+format+"\n", a...) }
-	out("machine: %d × %s (nproc %d), %s %s/%s", runtime.NumCPU(), res.Machine, runtime.NumCPU(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	out("machine: %d × %s (nproc %d), %s %s/%s, load average %s", runtime.NumCPU(), res.Machine, runtime.NumCPU(), runtime.Version(), runtime.GOOS,
+		runtime.GOARCH, loadAverage())
 
 	// With -dir the generated store is kept and reused by later runs with
 	// the same shape and seed.
@@ -192,7 +195,7 @@ flags:
 			return err
 		}
 		at := billT0.Add(time.Duration(h) * time.Hour)
-		start := time.Now()
+		start, cpu := time.Now(), cpuTime()
 		c, err := prod.CloseBooks(ctx, at)
 		if err != nil {
 			return err
@@ -200,6 +203,7 @@ flags:
 		d := time.Since(start)
 		closes[h-1] = c
 		res.Product.Closes, res.Product.Total = append(res.Product.Closes, d), res.Product.Total+d
+		res.Product.CPU = append(res.Product.CPU, cpuTime()-cpu)
 		res.Product.Written = append(res.Product.Written, c.Written)
 		res.Lines, res.Postings = append(res.Lines, c.Lines), append(res.Postings, c.Legs)
 		fmt.Fprintf(stderr, "product: close %d: %.3f s\n", h, d.Seconds())
@@ -223,19 +227,21 @@ flags:
 		}
 		at := billT0.Add(time.Duration(h) * time.Hour)
 		fmt.Fprintf(stderr, "sqlite: close %d (row per charge)…", h)
-		start := time.Now()
+		start, cpu := time.Now(), cpuTime()
 		if _, err := base.SettleRows(ctx, at); err != nil {
 			return err
 		}
 		d := time.Since(start)
 		res.Baseline.Closes, res.Baseline.Total = append(res.Baseline.Closes, d), res.Baseline.Total+d
+		res.Baseline.CPU = append(res.Baseline.CPU, cpuTime()-cpu)
 		res.Baseline.Written = append(res.Baseline.Written, res.Postings[h-1])
 		fmt.Fprintf(stderr, " %.3f s\n", d.Seconds())
 	}
 	for h := range cfg.Hours {
 		c := closes[h]
-		out("close %d at T0+%dh: %d meters, %d lines, %d postings (%d written by the close), %s charged: product %.3f s, sqlite %.3f s",
-			h+1, h+1, c.Meters, c.Lines, c.Legs, c.Written, c.Amount, res.Product.Closes[h].Seconds(), res.Baseline.Closes[h].Seconds())
+		out("close %d at T0+%dh: %d meters, %d lines, %d postings (%d written by the close), %s charged: product %.3f s (cpu %.3f s), sqlite %.3f s (cpu %.3f s)",
+			h+1, h+1, c.Meters, c.Lines, c.Legs, c.Written, c.Amount, res.Product.Closes[h].Seconds(), res.Product.CPU[h].Seconds(),
+			res.Baseline.Closes[h].Seconds(), res.Baseline.CPU[h].Seconds())
 	}
 
 	if cfg.CPUProfile != "" {
@@ -253,6 +259,7 @@ flags:
 	base.Close()
 	res.Product.SizeMB, res.Baseline.SizeMB = fileMB(paths["close"]), fileMB(paths["rows"])
 	out("store size after: product %.0f MB, sqlite %.0f MB", res.Product.SizeMB, res.Baseline.SizeMB)
+	out("load average at the end: %s (other processes on the machine slow both sides' wall times; cpu times are this process's own)", loadAverage())
 	legs := 0
 	for _, n := range res.Postings {
 		legs += n
@@ -494,4 +501,26 @@ func cpuModel() string {
 		}
 	}
 	return "unknown CPU"
+}
+
+// cpuTime is the CPU time (user and system) this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// loadAverage reads the 1, 5 and 15 minute load averages ("?" elsewhere).
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
 }
