@@ -82,7 +82,7 @@ func runBill(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.IntVar(&cfg.Churn, "churn", 200, "status changes (stop, start, destroy) between closes, the same on both sides")
 	fs.IntVar(&cfg.Sample, "sample", 300, "instances whose itemized charges are compared line by line (all are compared in total)")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the generated marketplace and churn")
-	fs.StringVar(&cfg.Dir, "dir", "", "directory for the databases; the generated store is kept there and reused by runs of the same shape (default: a temporary one, removed afterwards)")
+	fs.StringVar(&cfg.Dir, "dir", "", "directory for the databases; the generated store is kept there and reused by runs of the same shape and seed; delete it after a schema change (default: a temporary one, removed afterwards)")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the settled databases too")
 	fs.BoolVar(&cfg.JSON, "json", false, "print the result as JSON before the summary line")
 	fs.BoolVar(&cfg.Audit, "audit", true, "also run the full ledger audit (CheckLedger) on both stores and compare")
