@@ -31,9 +31,9 @@ type meterState struct {
 	period int64
 	since  int64
 	rem    int64
+	feeBP  int64
 	renter int32 // index in Book.accounts
 	host   int32
-	feeBP  int32
 }
 
 // Book is the in-memory set of active time-based meters, sorted by meter id,
@@ -75,7 +75,7 @@ func (b *Book) account(id int64) int32 {
 
 func (b *Book) state(r MeterRow) meterState {
 	return meterState{id: r.ID, rate: int64(r.Rate), period: r.PeriodUS, since: r.Since, rem: r.Remainder,
-		renter: b.account(r.AccountID), host: b.account(r.HostID), feeBP: int32(r.FeeBP)}
+		renter: b.account(r.AccountID), host: b.account(r.HostID), feeBP: r.FeeBP}
 }
 
 // Append adds an active meter whose id is above every id in the Book (a
@@ -86,9 +86,6 @@ func (b *Book) Append(r MeterRow) error {
 	}
 	if n := len(b.meters); n > 0 && b.meters[n-1].id >= r.ID {
 		return suanli.Errorf(suanli.EINTERNAL, "billing: meter %d appended after meter %d", r.ID, b.meters[n-1].id)
-	}
-	if r.FeeBP < 0 || r.FeeBP > 10_000 {
-		return suanli.Errorf(suanli.EINTERNAL, "billing: meter %d has a fee of %d basis points", r.ID, r.FeeBP)
 	}
 	b.meters = append(b.meters, b.state(r))
 	b.gen++
@@ -104,9 +101,6 @@ func (b *Book) Merge(rows []MeterRow) error {
 	for i, r := range rows {
 		if i > 0 && rows[i-1].ID >= r.ID {
 			return suanli.Errorf(suanli.EINTERNAL, "billing: merge rows out of order at meter %d", r.ID)
-		}
-		if r.FeeBP < 0 || r.FeeBP > 10_000 {
-			return suanli.Errorf(suanli.EINTERNAL, "billing: meter %d has a fee of %d basis points", r.ID, r.FeeBP)
 		}
 	}
 	// In place, without a second copy of the slice: replace and remove in a
@@ -228,7 +222,7 @@ func (p *closePart) run(b *Book, ms []meterState, rems []int64, through int64) {
 		if amt <= 0 {
 			continue
 		}
-		fee := Fee(amt, int64(m.feeBP))
+		fee := Fee(amt, m.feeBP)
 		p.charged[m.renter] += amt
 		p.earned[m.host] += amt - fee
 		p.amount += amt
