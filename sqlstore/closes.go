@@ -248,32 +248,68 @@ func (tx *Tx) loadBook(ctx context.Context, b *billing.Book, st billState) (int,
 
 // WarmBook rebuilds the in-memory Book from the store now, so that the
 // first hour close after a start does not pay for it. It returns how many
-// active meters it loaded. Rows written afterwards are marked dirty and
-// merged by the next close, so warming is safe at any time.
+// active meters it loaded. It reads in slices of warmSlice meters, each in
+// its own short read transaction, so that other requests are served in
+// between: rows written meanwhile are marked dirty and merged by the next
+// close, and a close by another process meanwhile leaves the Book to be
+// rebuilt by the next close. Warming is safe at any time.
 func (s *DB) WarmBook(ctx context.Context) (int, error) {
 	bc := &s.bill
 	bc.mu.Lock()
 	defer bc.mu.Unlock()
-	n := 0
-	err := s.read(ctx, func(tx *Tx) error {
-		st, err := tx.readBillState(ctx)
+	bc.valid = false
+	bc.book.Reset()
+	var st0 billState
+	n, after := 0, int64(0)
+	for first := true; ; first = false {
+		got, moved := 0, false
+		err := s.read(ctx, func(tx *Tx) error {
+			st, err := tx.readBillState(ctx)
+			if err != nil {
+				return err
+			}
+			if first {
+				st0 = st
+			} else if st != st0 {
+				moved = true // closed meanwhile: the caught-up states read so far are stale
+				return nil
+			}
+			rows, err := tx.query(ctx, `SELECT `+bookCols+` FROM meters WHERE active = ? AND id > ? ORDER BY id LIMIT `+fmt.Sprint(warmSlice), true, after)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				r, err := scanBookRow(rows, st)
+				if err != nil {
+					return err
+				}
+				if err := bc.book.Append(r); err != nil {
+					return err
+				}
+				got, after = got+1, r.ID
+			}
+			return rows.Err()
+		})
 		if err != nil {
-			return err
+			bc.book.Reset()
+			return 0, fmt.Errorf("load billing book: %w", err)
 		}
-		bc.valid = false
-		bc.book.Reset()
-		if n, err = tx.loadBook(ctx, &bc.book, st); err != nil {
-			return err
+		if moved {
+			bc.book.Reset()
+			return 0, nil // the next close rebuilds the Book in its own transaction
 		}
-		bc.valid, bc.synced = true, st.CloseID
-		return nil
-	})
-	if err != nil {
-		bc.valid = false
-		return 0, fmt.Errorf("load billing book: %w", err)
+		n += got
+		if got < warmSlice {
+			break
+		}
 	}
+	bc.valid, bc.synced = true, st0.CloseID
 	return n, nil
 }
+
+// warmSlice is how many meters WarmBook reads per transaction.
+var warmSlice = 100_000
 
 // postBatch writes a transaction and its postings with multi-row
 // statements, and moves the balances; the postings must sum to zero and

@@ -91,6 +91,7 @@ func TestCloseReadsMatchRowSettlement(t *testing.T) {
 
 func twinRun(t *testing.T, seed uint64) {
 	ctx := context.Background()
+	defer sqlstore.SetWarmSlice(3)() // several slices, with writes between warms and closes
 	w := newTwin(t)
 	rng := rand.New(rand.NewPCG(seed, 7))
 	var accounts []*suanli.Account
@@ -274,7 +275,17 @@ func twinRun(t *testing.T, seed uint64) {
 			vols = append(vols, id)
 		case r < 19:
 			w.restart()
+			if rng.IntN(2) == 0 { // as the server does at start; the next close rebuilds otherwise
+				if _, err := w.dbs[0].WarmBook(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
 		default:
+			if rng.IntN(2) == 0 {
+				if _, err := w.dbs[0].WarmBook(ctx); err != nil { // warming is safe at any time
+					t.Fatal(err)
+				}
+			}
 			compareTwin(t, w, rng, accounts, hosts, ins2ids(ins, func(o *inst) int64 { return o.id }), now)
 		}
 	}
