@@ -74,7 +74,10 @@ type Instance struct {
 	Desired       string            `json:"desired_status"`
 	ExitCode      *int              `json:"exit_code,omitempty"`
 	CreatedAt     time.Time         `json:"created_at"`
-	StartedAt     *time.Time        `json:"started_at,omitempty"` // latest transition into running
+	StartedAt     *time.Time        `json:"started_at,omitempty"`     // latest transition into running
+	WaitingSince  *time.Time        `json:"waiting_since,omitempty"`  // preempted or queued: when its wait began (queue order)
+	ReservedUntil *time.Time        `json:"reserved_until,omitempty"` // an active reservation's end (rental type reserved)
+	PreemptedBy   int64             `json:"preempted_by,omitempty"`   // the instance whose claim preempted it last
 	DestroyedAt   *time.Time        `json:"destroyed_at,omitempty"`
 	UpdatedAt     time.Time         `json:"updated_at"`
 	Version       int64             `json:"version"`
@@ -96,6 +99,19 @@ func (i *Instance) HoldsGPUs() bool {
 		return false
 	}
 	return true
+}
+
+// OwnsGPUs reports whether the instance owns its GPUs (or cores) now: it
+// holds them and has not lost them to a higher claim. A preempting instance
+// still occupies its GPUs until it stops, but owns them no more: whoever
+// preempted it waits for it to stop before starting.
+func (i *Instance) OwnsGPUs() bool { return i.HoldsGPUs() && i.Status != StatusPreempting }
+
+// Waiting reports whether the instance wants GPUs it does not hold: it was
+// preempted, or its start is queued behind other rentals. It resumes by
+// itself when it wins them.
+func (i *Instance) Waiting() bool {
+	return (i.Status == StatusPreempted || i.Status == StatusStopped) && i.Desired == DesiredRunning
 }
 
 // InstanceCreate is a rental request.
