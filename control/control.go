@@ -22,6 +22,9 @@ type Config struct {
 	LostAfter         time.Duration // default 2m
 	FailoverGrace     time.Duration // after a restart, nothing is lost before this; default 5m
 	SettleInterval    time.Duration // default 10s
+	// MarketSampleInterval is how often listed prices and fill are recorded
+	// in the price history; default 5m.
+	MarketSampleInterval time.Duration
 }
 
 func (c *Config) setDefaults() {
@@ -39,6 +42,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.SettleInterval <= 0 {
 		c.SettleInterval = 10 * time.Second
+	}
+	if c.MarketSampleInterval <= 0 {
+		c.MarketSampleInterval = 5 * time.Minute
 	}
 }
 

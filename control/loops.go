@@ -8,10 +8,13 @@ import (
 )
 
 // Run runs the control plane's loops until ctx ends: settling meters into
-// the ledger, and host leases.
+// the ledger (and ending reservations that ran out), host leases, and
+// sampling the market for price history.
 func (s *Service) Run(ctx context.Context) error {
 	settle := time.NewTicker(s.cfg.SettleInterval)
 	defer settle.Stop()
+	sample := time.NewTicker(s.cfg.MarketSampleInterval)
+	defer sample.Stop()
 	lease := time.NewTicker(max(time.Second, s.cfg.HeartbeatInterval/2))
 	defer lease.Stop()
 	for {
@@ -23,8 +26,15 @@ func (s *Service) Run(ctx context.Context) error {
 			}
 			return nil
 		case <-settle.C:
+			if err := s.EndReservations(ctx); err != nil {
+				s.Logger.Error("end reservations", "err", err)
+			}
 			if _, err := s.Store.Settle(ctx, s.now()); err != nil {
 				s.Logger.Error("settle", "err", err)
+			}
+		case <-sample.C:
+			if err := s.SampleMarket(ctx); err != nil {
+				s.Logger.Error("sample market", "err", err)
 			}
 		case <-lease.C:
 			if err := s.CheckLeases(ctx); err != nil {

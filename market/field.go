@@ -134,6 +134,7 @@ var fields = []field{
 	{"green", kindBool, "", func(o *suanli.Offer) val { return bv(o.Green) }},
 	{"latency_ms", kindFloat, "ms", func(o *suanli.Offer) val { return fv(o.LatencyMS) }},
 	{"preempt_grace_s", kindInt, "s", func(o *suanli.Offer) val { return iv(int64(o.PreemptGraceS)) }},
+	{"interruption_rate", kindFloat, "", func(o *suanli.Offer) val { return fv(o.InterruptionRate) }},
 	{"host_status", kindString, "", func(o *suanli.Offer) val { return sv(o.HostStatus) }},
 }
 

@@ -177,9 +177,9 @@ func describeShort(h *Host, r *Request, n int, out *outcome) string {
 			waiting += h.Claims[i].Units
 		}
 	}
-	s := fmt.Sprintf("host %d has %d of %d %s free, you asked for %d; %d are held by %s", h.ID, free, h.Units(), unit, n, out.firmHeld, who)
+	s := fmt.Sprintf("offer %d has %d free %s, you asked for %d: %d of its %d are held by %s", h.ID, free, unit, n, out.firmHeld, h.Units(), who)
 	if waiting > 0 {
-		s += fmt.Sprintf("; %d more are wanted by waiting rentals that rank before yours", waiting)
+		s += fmt.Sprintf("; %d more are wanted by preempted or queued rentals", waiting)
 	}
 	return s
 }

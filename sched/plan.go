@@ -84,76 +84,76 @@ type check struct {
 var checks = []check{
 	{"listed", "", func(h *Host, r *Request) string {
 		if !h.Listing.Listed {
-			return fmt.Sprintf("host %d is not listed", h.ID)
+			return fmt.Sprintf("offer %d is not listed", h.ID)
 		}
 		return ""
 	}},
 	{"online", "", func(h *Host, r *Request) string {
 		if h.Status != "" && h.Status != suanli.MachineOnline {
-			return fmt.Sprintf("host %d is %s: it has missed heartbeats", h.ID, h.Status)
+			return fmt.Sprintf("offer %d: its host is %s (it missed heartbeats)", h.ID, h.Status)
 		}
 		return ""
 	}},
 	{"end_date", "", func(h *Host, r *Request) string {
 		if h.Expired {
-			return fmt.Sprintf("host %d: its listing has ended", h.ID)
+			return fmt.Sprintf("offer %d: its listing has ended", h.ID)
 		}
 		return ""
 	}},
 	{"simulated", "", func(h *Host, r *Request) string {
 		if h.Simulated && !r.AllowSimulated && h.OwnerID != r.AccountID {
-			return fmt.Sprintf("host %d has simulated GPUs: only its owner may rent it on this marketplace", h.ID)
+			return fmt.Sprintf("offer %d has simulated GPUs: only its owner may rent it on this marketplace", h.ID)
 		}
 		return ""
 	}},
 	{"kind", "num_gpus", func(h *Host, r *Request) string {
 		if !h.IsGPU() && (r.GPUCount > 0 || len(r.GPUNames) > 0 || r.MinGPUMemMB > 0) {
-			return fmt.Sprintf("host %d is CPU-only, you asked for GPUs", h.ID)
+			return fmt.Sprintf("offer %d is CPU-only, you asked for GPUs", h.ID)
 		}
 		if h.IsGPU() && r.CPUCores > 0 && r.GPUCount == 0 {
-			return fmt.Sprintf("host %d is rented by the GPU: ask for GPUs, not cores", h.ID)
+			return fmt.Sprintf("offer %d is rented by the GPU: ask for GPUs, not cores", h.ID)
 		}
 		if len(h.GPUIndex) > MaxGPUs {
-			return fmt.Sprintf("host %d has %d GPUs: the scheduler places on hosts with at most %d", h.ID, len(h.GPUIndex), MaxGPUs)
+			return fmt.Sprintf("offer %d has %d GPUs: the scheduler places on hosts with at most %d", h.ID, len(h.GPUIndex), MaxGPUs)
 		}
 		return ""
 	}},
 	{"gpu_name", "gpu_name", func(h *Host, r *Request) string {
 		if h.IsGPU() && !gpuNameMatch(h.GPUName, r.GPUNames) {
-			return fmt.Sprintf("host %d has %s, you asked for %s", h.ID, h.GPUName, strings.Join(r.GPUNames, " or "))
+			return fmt.Sprintf("offer %d has %s, you asked for %s", h.ID, h.GPUName, strings.Join(r.GPUNames, " or "))
 		}
 		return ""
 	}},
 	{"gpu_ram", "gpu_ram", func(h *Host, r *Request) string {
 		if h.IsGPU() && h.GPUMemMB < r.MinGPUMemMB {
-			return fmt.Sprintf("host %d's GPUs have %d GB, you asked for at least %d GB", h.ID, h.GPUMemMB/1024, (r.MinGPUMemMB+1023)/1024)
+			return fmt.Sprintf("offer %d: its GPUs have %d GB, you asked for at least %d GB", h.ID, h.GPUMemMB/1024, (r.MinGPUMemMB+1023)/1024)
 		}
 		return ""
 	}},
 	{"region", "region", func(h *Host, r *Request) string {
 		if len(r.Regions) > 0 && !containsFold(r.Regions, h.Region) {
-			return fmt.Sprintf("host %d is in region %q, you asked for %s", h.ID, h.Region, strings.Join(r.Regions, " or "))
+			return fmt.Sprintf("offer %d is in region %q, you asked for %s", h.ID, h.Region, strings.Join(r.Regions, " or "))
 		}
 		return ""
 	}},
 	{"country", "country", func(h *Host, r *Request) string {
 		if len(r.Countries) > 0 && !containsFold(r.Countries, h.Country) {
-			return fmt.Sprintf("host %d is in country %q, you asked for %s", h.ID, h.Country, strings.Join(r.Countries, " or "))
+			return fmt.Sprintf("offer %d is in country %q, you asked for %s", h.ID, h.Country, strings.Join(r.Countries, " or "))
 		}
 		return ""
 	}},
 	{"disk", "disk_gb", func(h *Host, r *Request) string {
 		if h.DiskFreeGB > 0 && r.DiskGB > h.DiskFreeGB {
-			return fmt.Sprintf("host %d has %d GB of free disk, you asked for %d GB", h.ID, h.DiskFreeGB, r.DiskGB)
+			return fmt.Sprintf("offer %d has %d GB of free disk, you asked for %d GB", h.ID, h.DiskFreeGB, r.DiskGB)
 		}
 		return ""
 	}},
 	{"size", "num_gpus", func(h *Host, r *Request) string {
 		if h.IsGPU() && r.GPUCount > len(h.GPUIndex) {
-			return fmt.Sprintf("host %d has %d GPUs in all, you asked for %d", h.ID, len(h.GPUIndex), r.GPUCount)
+			return fmt.Sprintf("offer %d has %d GPUs in all, you asked for %d", h.ID, len(h.GPUIndex), r.GPUCount)
 		}
 		if !h.IsGPU() && r.CPUCores > h.CPUCores {
-			return fmt.Sprintf("host %d has %d CPU cores in all, you asked for %d", h.ID, h.CPUCores, r.CPUCores)
+			return fmt.Sprintf("offer %d has %d CPU cores in all, you asked for %d", h.ID, h.CPUCores, r.CPUCores)
 		}
 		return ""
 	}},
@@ -188,7 +188,7 @@ func size(h *Host, r *Request) (sizing, string, string, string) {
 		if z.units == 0 {
 			z.units = h.FreeUnits()
 			if z.units == 0 {
-				return z, "capacity", "", fmt.Sprintf("host %d has no free GPUs", h.ID)
+				return z, "capacity", "", fmt.Sprintf("offer %d has no free GPUs", h.ID)
 			}
 		}
 		z.cores = max(1, h.CPUCores*z.units/total)
@@ -199,7 +199,7 @@ func size(h *Host, r *Request) (sizing, string, string, string) {
 		if z.units == 0 {
 			z.units = h.FreeUnits()
 			if z.units <= 0 {
-				return z, "capacity", "", fmt.Sprintf("host %d has no free CPU cores", h.ID)
+				return z, "capacity", "", fmt.Sprintf("offer %d has no free CPU cores", h.ID)
 			}
 		}
 		z.cores = z.units
@@ -207,21 +207,21 @@ func size(h *Host, r *Request) (sizing, string, string, string) {
 		z.rates.ComputePerHour = l.PriceCPU*suanli.Money(z.units) + suanli.MulDiv(l.PriceRAM, z.ramMB, 1024)
 	}
 	if r.MinCPUCores > 0 && z.cores < r.MinCPUCores {
-		return z, "cpu_cores", "cpu_cores", fmt.Sprintf("host %d gives %d CPU cores with %d GPUs, you asked for at least %d", h.ID, z.cores, z.units, r.MinCPUCores)
+		return z, "cpu_cores", "cpu_cores", fmt.Sprintf("offer %d gives %d CPU cores with %d GPUs, you asked for at least %d", h.ID, z.cores, z.units, r.MinCPUCores)
 	}
 	if r.MinRAMMB > 0 && z.ramMB < r.MinRAMMB {
-		return z, "cpu_ram", "cpu_ram", fmt.Sprintf("host %d gives %d GB of RAM with this rental, you asked for at least %d GB", h.ID, z.ramMB/1024, (r.MinRAMMB+1023)/1024)
+		return z, "cpu_ram", "cpu_ram", fmt.Sprintf("offer %d gives %d GB of RAM with this rental, you asked for at least %d GB", h.ID, z.ramMB/1024, (r.MinRAMMB+1023)/1024)
 	}
 	switch r.RentalType {
 	case suanli.RentalInterruptible:
 		min := l.MinBid * suanli.Money(z.units)
 		if r.Bid < min {
-			return z, "bid", "bid", fmt.Sprintf("%s/h is below host %d's minimum bid of %s/h for %d %s", r.Bid, h.ID, min, z.units, unitWord(h, z.units))
+			return z, "bid", "bid", fmt.Sprintf("%s/h is below offer %d's minimum bid of %s/h for %d %s", r.Bid, h.ID, min, z.units, unitWord(h, z.units))
 		}
 		z.rates.ComputePerHour = r.Bid
 	case suanli.RentalOnDemand, suanli.RentalReserved, "":
 		if r.MaxPrice > 0 && z.rates.ComputePerHour > r.MaxPrice {
-			return z, "max_price", "max_price", fmt.Sprintf("host %d costs %s/h for %d %s, above your maximum of %s/h", h.ID, z.rates.ComputePerHour, z.units, unitWord(h, z.units), r.MaxPrice)
+			return z, "max_price", "max_price", fmt.Sprintf("offer %d costs %s/h for %d %s, above your maximum of %s/h", h.ID, z.rates.ComputePerHour, z.units, unitWord(h, z.units), r.MaxPrice)
 		}
 	default:
 		return z, "rental_type", "rental_type", fmt.Sprintf("%q is not a rental type: use on-demand or interruptible", r.RentalType)
@@ -354,7 +354,7 @@ func evaluate(a *arbiter, out *outcome, h *Host, r *Request) (Rejection, *candid
 			}
 		}
 		if used+z.ramMB > h.RAMMB {
-			return Rejection{HostID: h.ID, Step: "capacity", Reason: fmt.Sprintf("host %d has %d MB of free RAM, this rental needs %d MB", h.ID, h.RAMMB-used, z.ramMB)}, nil
+			return Rejection{HostID: h.ID, Step: "capacity", Reason: fmt.Sprintf("offer %d has %d MB of free RAM, this rental needs %d MB", h.ID, h.RAMMB-used, z.ramMB)}, nil
 		}
 	}
 	c := &candidate{z: z, gpus: out.newGPUs, victims: slices.Clone(out.victims)}

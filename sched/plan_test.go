@@ -69,7 +69,7 @@ func TestScheduleRanking(t *testing.T) {
 		{"on-demand takes two: the two lowest bids", sched.Request{GPUCount: 2},
 			[]*sched.Host{busy}, 1, []int{0, 3}, []int64{14, 11}, ""},
 		{"on-demand never preempts on-demand", sched.Request{GPUCount: 4},
-			[]*sched.Host{busy}, 0, nil, nil, "host 1 has 0 of 4 GPUs free, you asked for 4; 1 are held by on-demand or reserved rentals"},
+			[]*sched.Host{busy}, 0, nil, nil, "offer 1 has 0 free GPUs, you asked for 4: 1 of its 4 are held by on-demand or reserved rentals"},
 		{"a bid preempts only lower bids per GPU", sched.Request{GPUCount: 2, RentalType: suanli.RentalInterruptible, Bid: 800_000},
 			[]*sched.Host{busy}, 1, []int{0, 3}, []int64{14, 11}, ""},
 		{"an equal bid does not preempt", sched.Request{GPUCount: 1, RentalType: suanli.RentalInterruptible, Bid: 200_000},
@@ -124,14 +124,14 @@ func TestScheduleRejectionsNameEveryHost(t *testing.T) {
 	res := sched.Schedule(&sched.Snapshot{Hosts: []*sched.Host{cpu, unlisted, offline, other, us, pricey, small, sim, lowbid}},
 		sched.Request{GPUCount: 2, GPUNames: []string{"RTX_4090"}, Regions: []string{"eu"}, MaxPrice: 1_000_000, AccountID: 1})
 	want := map[int64]string{
-		5:  "host 5 is CPU-only, you asked for GPUs",
-		6:  "host 6 is not listed",
-		7:  "host 7 is offline: it has missed heartbeats",
-		8:  "host 8 has RTX 3090, you asked for RTX_4090",
-		9:  `host 9 is in region "us-east", you asked for eu`,
-		10: "host 10 costs $1.80/h for 2 GPUs, above your maximum of $1.00/h",
-		11: "host 11 has 1 GPUs in all, you asked for 2",
-		12: "host 12 has simulated GPUs: only its owner may rent it on this marketplace",
+		5:  "offer 5 is CPU-only, you asked for GPUs",
+		6:  "offer 6 is not listed",
+		7:  "offer 7: its host is offline (it missed heartbeats)",
+		8:  "offer 8 has RTX 3090, you asked for RTX_4090",
+		9:  `offer 9 is in region "us-east", you asked for eu`,
+		10: "offer 10 costs $1.80/h for 2 GPUs, above your maximum of $1.00/h",
+		11: "offer 11 has 1 GPUs in all, you asked for 2",
+		12: "offer 12 has simulated GPUs: only its owner may rent it on this marketplace",
 	}
 	got := map[int64]string{}
 	for _, rj := range res.Rejections {
@@ -145,7 +145,7 @@ func TestScheduleRejectionsNameEveryHost(t *testing.T) {
 	}
 	// The same request as a bid below host 13's minimum names the field.
 	res = sched.Schedule(&sched.Snapshot{Hosts: []*sched.Host{lowbid}}, sched.Request{GPUCount: 2, RentalType: suanli.RentalInterruptible, Bid: 500_000})
-	if len(res.Rejections) != 1 || res.Rejections[0].Field != "bid" || res.Rejections[0].Reason != "$0.50/h is below host 13's minimum bid of $0.60/h for 2 GPUs" {
+	if len(res.Rejections) != 1 || res.Rejections[0].Field != "bid" || res.Rejections[0].Reason != "$0.50/h is below offer 13's minimum bid of $0.60/h for 2 GPUs" {
 		t.Errorf("low bid: %+v", res.Rejections)
 	}
 }
@@ -166,7 +166,7 @@ func TestScheduleFleet(t *testing.T) {
 			seen[k] = true
 		}
 	}
-	if why := res.Why(0); !strings.Contains(why, "host 1 has 0 of 4 GPUs free") || !strings.Contains(why, "host 2 has 0 of 4 GPUs free") {
+	if why := res.Why(0); !strings.Contains(why, "offer 1 has 0 free GPUs") || !strings.Contains(why, "offer 2 has 0 free GPUs") {
 		t.Errorf("Why = %q, want both hosts full", why)
 	}
 	res = sched.Schedule(&sched.Snapshot{Hosts: hosts}, sched.Request{GPUCount: 2, Count: 4, AllOrNothing: true})

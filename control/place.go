@@ -1,0 +1,327 @@
+package control
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/market"
+	"github.com/suanli/suanli/sched"
+	"github.com/suanli/suanli/sqlstore"
+)
+
+// maxCandidates bounds the hosts a query-picked placement plans over.
+const maxCandidates = 500
+
+// derivedFields are offer fields computed from the GPUs free now: a create
+// query's conditions on them describe the request, not the host, so they
+// leave the host filter (num_gpus, cpu_cores, cpu_ram and dph become the
+// request's size and price; the rest is dropped).
+var derivedFields = []string{"num_gpus", "rentable", "gpu_total_ram", "dph_base", "dph_total", "dlperf", "total_flops",
+	"dlperf_per_dphtotal", "flops_per_dphtotal", "cpu_cores", "cpu_ram", "min_bid"}
+
+// createQuery splits a create query into the host filter (for the offer
+// index, with rentable=any: capacity is the scheduler's to judge, including
+// what a higher claim may preempt) and what it says about the request.
+func createQuery(text string, req *sched.Request, fc *suanli.FleetCreate) (string, error) {
+	q, err := market.Parse(text)
+	if err != nil {
+		return "", err
+	}
+	keep := &market.Query{Any: slices.Clone(q.Any)}
+	for _, c := range q.Conds {
+		if !slices.Contains(derivedFields, c.Field) {
+			keep.Conds = append(keep.Conds, c)
+			continue
+		}
+		if len(c.Values) != 1 {
+			continue
+		}
+		v := c.Values[0]
+		atLeast := c.Op == market.OpEQ || c.Op == market.OpGE || c.Op == market.OpGT
+		atMost := c.Op == market.OpLE || c.Op == market.OpLT
+		switch c.Field {
+		case "num_gpus":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return "", suanli.FieldErrorf("query", "num_gpus %q: give a whole number of GPUs per instance", v)
+			}
+			if c.Op == market.OpGT {
+				n++
+			}
+			if atLeast && fc.GPUCount == 0 {
+				fc.GPUCount = n
+			}
+		case "cpu_cores":
+			if n, err := strconv.Atoi(v); err == nil && atLeast {
+				req.MinCPUCores = n
+			}
+		case "cpu_ram":
+			if gb, err := strconv.ParseFloat(strings.TrimSuffix(strings.ToUpper(v), "GB"), 64); err == nil && atLeast {
+				req.MinRAMMB = int64(gb * 1024)
+			}
+		case "dph_total", "dph_base":
+			if m, err := suanli.ParseMoney(v); err == nil && atMost && fc.MaxPrice == 0 {
+				fc.MaxPrice = m
+			}
+		}
+	}
+	if !slices.Contains(keep.Any, "rentable") {
+		keep.Any = append(keep.Any, "rentable")
+	}
+	return keep.String(), nil
+}
+
+// CreateFleet rents fc.Count instances on one offer or on the offers a
+// query picks; see suanli.RentalService.
+func (s *Service) CreateFleet(ctx context.Context, fc suanli.FleetCreate) (*suanli.FleetResult, error) {
+	p, err := principal(ctx, suanli.ScopeInstanceWrite)
+	if err != nil {
+		return nil, err
+	}
+	if fc.Count < 0 || fc.Count > suanli.MaxFleet {
+		return nil, suanli.FieldErrorf("count", "%d: ask for 1 to %d instances", fc.Count, suanli.MaxFleet)
+	}
+	if fc.MaxPrice < 0 {
+		return nil, suanli.FieldErrorf("max_price", "%s is negative", fc.MaxPrice)
+	}
+	if fc.OfferID == 0 && strings.TrimSpace(fc.Query) == "" {
+		return nil, suanli.FieldErrorf("offer_id", "give an offer id from `suanli search`, or a query (--query 'gpu_name=RTX_4090 num_gpus=2')")
+	}
+	if fc.OfferID != 0 && fc.Query != "" {
+		return nil, suanli.FieldErrorf("query", "give an offer id or a query, not both")
+	}
+	offer := fc.OfferID
+	if offer == 0 {
+		fc.OfferID = 1 // validateCreate checks the other fields
+	}
+	if err := validateCreate(&fc.InstanceCreate); err != nil {
+		return nil, err
+	}
+	fc.OfferID = offer
+	return s.place(ctx, p, fc)
+}
+
+// request builds the scheduler's request and the candidate hosts.
+func (s *Service) request(ctx context.Context, p *suanli.Principal, fc *suanli.FleetCreate) (sched.Request, []int64, error) {
+	req := sched.Request{CPUCores: fc.CPUCores, DiskGB: fc.DiskGB, RentalType: fc.RentalType, FeeBP: s.cfg.FeeBasisPoints,
+		AccountID: p.AccountID, AllowSimulated: s.cfg.AllowSimulated, Count: max(fc.Count, 1), AllOrNothing: fc.AllOrNothing}
+	if fc.Bid != nil {
+		req.Bid = *fc.Bid
+	}
+	if fc.OfferID != 0 {
+		req.GPUCount, req.MaxPrice = fc.GPUCount, fc.MaxPrice
+		return req, []int64{fc.OfferID}, nil
+	}
+	filter, err := createQuery(fc.Query, &req, fc)
+	if err != nil {
+		return req, nil, err
+	}
+	req.GPUCount, req.MaxPrice = fc.GPUCount, fc.MaxPrice
+	if req.GPUCount == 0 && fc.CPUCores == 0 {
+		req.GPUCount = 1 // a query rents one GPU per instance unless it says more
+	}
+	res, err := s.Index.Search(suanli.OfferQuery{Query: filter, Order: "dph", Limit: maxCandidates, StorageGB: float64(fc.DiskGB)}, s.viewer(p))
+	if err != nil {
+		return req, nil, err
+	}
+	ids := make([]int64, 0, len(res.Offers))
+	for _, o := range res.Offers {
+		ids = append(ids, o.MachineID)
+	}
+	if len(ids) == 0 {
+		return req, nil, suanli.Errorf(suanli.ECONFLICT, "no listed offer matches %q: try `suanli search %s --explain`", filter, strings.ReplaceAll(filter, "rentable=any", ""))
+	}
+	return req, ids, nil
+}
+
+// snapshot reads the hosts the scheduler plans over.
+func (s *Service) snapshot(ctx context.Context, ids []int64) (*sched.Snapshot, error) {
+	ms, live, err := s.Store.Snapshot(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	snap := &sched.Snapshot{}
+	for _, m := range ms {
+		snap.Hosts = append(snap.Hosts, hostOf(m, live, now))
+	}
+	return snap, nil
+}
+
+// hostOf builds a machine's scheduler host; a wait's start orders the
+// queue, creation order breaks ties.
+func hostOf(m *suanli.Machine, live []*suanli.Instance, now time.Time) *sched.Host {
+	wait := map[int64]int64{}
+	for _, in := range live {
+		if in.WaitingSince != nil && in.MachineID == m.ID {
+			wait[in.ID] = in.WaitingSince.UnixMicro()
+		}
+	}
+	expired := m.Listing.EndDate != nil && !m.Listing.EndDate.After(now)
+	return sched.HostFromMachine(m, live, expired, wait)
+}
+
+// place plans a fleet request on a snapshot of its candidate hosts and
+// applies the plan in one store transaction, planning again (a bounded
+// number of times) when the store finds it stale.
+func (s *Service) place(ctx context.Context, p *suanli.Principal, fc suanli.FleetCreate) (*suanli.FleetResult, error) {
+	req, ids, err := s.request(ctx, p, &fc)
+	if err != nil {
+		return nil, err
+	}
+	var lastErr error
+	for attempt := 0; attempt < maxPlanAttempts; attempt++ {
+		snap, err := s.snapshot(ctx, ids)
+		if err != nil {
+			return nil, err
+		}
+		if fc.OfferID != 0 && len(snap.Hosts) == 0 {
+			return nil, suanli.Errorf(suanli.ENOTFOUND, "offer %d not found: it is not listed (search again)", fc.OfferID)
+		}
+		res := sched.Schedule(snap, req)
+		if len(res.Placements) == 0 {
+			return nil, s.unplacedError(fc, snap, res)
+		}
+		byID := map[int64]*sched.Host{}
+		for _, h := range snap.Hosts {
+			byID[h.ID] = h
+		}
+		ps := make([]sqlstore.Placement, 0, len(res.Placements))
+		for _, pl := range res.Placements {
+			ps = append(ps, s.storePlacement(p, fc, req, byID[pl.HostID], pl))
+		}
+		ins, err := s.Store.ApplyPlacements(ctx, ps, s.now())
+		if suanli.ErrorCode(err) == suanli.ECONFLICT {
+			lastErr = err
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		return s.placed(ctx, p, fc, res, ins)
+	}
+	return nil, lastErr
+}
+
+// storePlacement turns a scheduler placement into the instance to write.
+func (s *Service) storePlacement(p *suanli.Principal, fc suanli.FleetCreate, req sched.Request, h *sched.Host, pl sched.Placement) sqlstore.Placement {
+	c := fc.InstanceCreate
+	in := &suanli.Instance{
+		AccountID: p.AccountID, MachineID: h.ID, HostID: h.OwnerID, Label: c.Label, Image: c.Image, Cmd: c.Cmd, Env: c.Env,
+		DiskGB: c.DiskGB, GPUCount: len(pl.GPUIndexes), GPUIndexes: pl.GPUIndexes, CPUCores: pl.CPUCores,
+		RentalType: c.RentalType, Bid: req.Bid, Rates: pl.Rates, Simulated: h.Simulated,
+		Status: suanli.StatusPending, Desired: suanli.DesiredRunning, StatusMessage: "waiting for the host agent",
+	}
+	if in.GPUCount > 0 {
+		in.GPUName = h.GPUName
+	}
+	if in.GPUIndexes == nil {
+		in.GPUIndexes = []int{}
+	}
+	if in.Cmd == nil {
+		in.Cmd = []string{}
+	}
+	if in.Env == nil {
+		in.Env = map[string]string{}
+	}
+	sp := sqlstore.Placement{Instance: in, HourlyCost: pl.HourlyCost, RAMMB: pl.RAMMB}
+	for _, v := range pl.Preempt {
+		sp.Preempt = append(sp.Preempt, sqlstore.Victim{ID: v.ID, Version: v.Version})
+	}
+	return sp
+}
+
+// placed wakes the agents, refreshes the offers and says what was rented.
+func (s *Service) placed(ctx context.Context, p *suanli.Principal, fc suanli.FleetCreate, res *sched.Result, ins []*suanli.Instance) (*suanli.FleetResult, error) {
+	machines := map[int64]bool{}
+	out := &suanli.FleetResult{Wanted: res.Wanted, Unplaced: res.Wanted - len(ins)}
+	for i, in := range ins {
+		machines[in.MachineID] = true
+		var victims []int64
+		for _, v := range res.Placements[i].Preempt {
+			victims = append(victims, v.ID)
+		}
+		s.Logger.Info("instance created", "instance_id", in.ID, "machine_id", in.MachineID, "account_id", p.AccountID,
+			"gpus", in.GPUIndexes, "rental", in.RentalType, "rate", in.Rates.ComputePerHour.String(), "preempted", victims)
+		full, err := s.Store.FindInstanceByID(ctx, in.ID, s.now())
+		if err != nil {
+			return nil, err
+		}
+		out.Instances = append(out.Instances, full)
+	}
+	for id := range machines {
+		s.hub.wake(id)
+		if err := s.refreshOffer(ctx, id); err != nil {
+			s.Logger.Error("refresh offer", "machine_id", id, "err", err)
+		}
+	}
+	ids := make([]string, len(ins))
+	for i, in := range ins {
+		ids[i] = strconv.FormatInt(in.ID, 10)
+	}
+	out.Message = fmt.Sprintf("placed %d of %d: instance %s", len(ins), res.Wanted, strings.Join(ids, ", "))
+	if out.Unplaced > 0 {
+		out.Message += fmt.Sprintf("; %d not placed: %s", out.Unplaced, res.Why(5))
+		out.Rejections = rejections(res)
+	}
+	return out, nil
+}
+
+func rejections(res *sched.Result) []suanli.HostRejection {
+	out := make([]suanli.HostRejection, 0, len(res.Rejections))
+	for _, r := range res.Rejections {
+		out = append(out, suanli.HostRejection{HostID: r.HostID, Step: r.Step, Reason: r.Reason})
+	}
+	return out
+}
+
+// unplacedError says why nothing was placed. On one offer it keeps the
+// codes of a single rental: the offer not listed is ENOTFOUND, a simulated
+// offer EFORBIDDEN, a bid below the minimum or a bad rental type EINVALID
+// naming the field, anything else ECONFLICT.
+func (s *Service) unplacedError(fc suanli.FleetCreate, snap *sched.Snapshot, res *sched.Result) error {
+	if res.Dropped > 0 {
+		return suanli.Errorf(suanli.ECONFLICT, "all or nothing: only %d of %d instances could be placed, so nothing was rented: %s",
+			res.Dropped, res.Wanted, res.Why(5))
+	}
+	if fc.OfferID != 0 && len(res.Rejections) == 1 {
+		r := res.Rejections[0]
+		switch r.Step {
+		case "listed":
+			return suanli.Errorf(suanli.ENOTFOUND, "offer %d not found: it is not listed (search again)", fc.OfferID)
+		case "simulated":
+			return suanli.Errorf(suanli.EFORBIDDEN, "%s", r.Reason)
+		case "online":
+			h := snap.Hosts[0]
+			return suanli.Errorf(suanli.ECONFLICT, "offer %d: its host is %s (it missed heartbeats): pick another offer", h.ID, h.Status)
+		case "bid", "rental_type":
+			return &suanli.Error{Code: suanli.EINVALID, Field: r.Field, Message: r.Field + ": " + r.Reason}
+		}
+		return suanli.Errorf(suanli.ECONFLICT, "%s", r.Reason)
+	}
+	return suanli.Errorf(suanli.ECONFLICT, "no offer could take it: %s", res.Why(8))
+}
+
+// CreateInstance rents an offer: the one-instance case of CreateFleet. It
+// plans on the offer's machine, preempting lower interruptible rentals when
+// the request outranks them, and applies the plan in one store transaction
+// (re-checking capacity and balance), retrying a stale plan a bounded
+// number of times.
+func (s *Service) CreateInstance(ctx context.Context, c suanli.InstanceCreate) (*suanli.Instance, error) {
+	p, err := principal(ctx, suanli.ScopeInstanceWrite)
+	if err != nil {
+		return nil, err
+	}
+	if err := validateCreate(&c); err != nil {
+		return nil, err
+	}
+	res, err := s.place(ctx, p, suanli.FleetCreate{InstanceCreate: c, Count: 1})
+	if err != nil {
+		return nil, err
+	}
+	return res.Instances[0], nil
+}
