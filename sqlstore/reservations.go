@@ -73,7 +73,7 @@ func (s *DB) CreateReservation(ctx context.Context, r *suanli.Reservation, now t
 		r.ID = id
 		t := txn{Kind: KindReservation, AccountID: in.AccountID, InstanceID: in.ID, Amount: r.Prepaid, From: r.Start, To: r.End,
 			Quantity: fmt.Sprintf("%d days × 24 h × %s/h, %s off", r.Days, r.HourlyPrice, bp(r.DiscountBP)),
-			Memo: fmt.Sprintf("reservation %d, list %s", id, r.ListPrice), At: now}
+			Memo:     fmt.Sprintf("reservation %d, list %s", id, r.ListPrice), At: now}
 		if err := tx.post(ctx, t, chargePostings(in.AccountID, in.HostID, r.Prepaid, r.FeeBP)); err != nil {
 			return err
 		}
@@ -129,7 +129,7 @@ func (s *DB) EndReservation(ctx context.Context, instanceID int64, at time.Time,
 				fee := suanli.MulDiv(rf.Refund, r.FeeBP, 10_000)
 				t := txn{Kind: KindReservationRefund, AccountID: r.AccountID, InstanceID: instanceID, Amount: -rf.Refund, From: at, To: r.End,
 					Quantity: fmt.Sprintf("unused %s − discount received %s − host fee %s", rf.Unused, rf.DiscountReceived, rf.Fee),
-					Memo: fmt.Sprintf("reservation %d cancelled after %s", r.ID, rf.Used.Round(time.Second)), At: now}
+					Memo:     fmt.Sprintf("reservation %d cancelled after %s", r.ID, rf.Used.Round(time.Second)), At: now}
 				if err := tx.post(ctx, t, []suanli.Posting{
 					{Account: suanli.LedgerBalance(r.AccountID), Amount: rf.Refund},
 					{Account: suanli.LedgerEarnings(r.HostID), Amount: -(rf.Refund - fee)},
