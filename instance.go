@@ -66,7 +66,7 @@ type Instance struct {
 	CPUCores      int               `json:"cpu_cores"`
 	RAMGB         float64           `json:"ram_gb"`
 	RentalType    string            `json:"rental_type"`
-	Bid           Money             `json:"bid,omitempty"` // per hour for the whole instance (interruptible)
+	Bid           Money             `json:"bid"` // per hour for the whole instance (interruptible); 0 for other rental types
 	Rates         Rates             `json:"rates"`
 	Simulated     bool              `json:"simulated"`
 	Status        string            `json:"status"`

@@ -52,6 +52,7 @@ func NewServer(svc *control.Service, logger *slog.Logger) *Server {
 	s.registerMachineRoutes()
 	s.registerBillingRoutes()
 	s.registerAgentRoutes()
+	s.registerMarketRoutes()
 	return s
 }
 

@@ -139,7 +139,7 @@ Client commands find the server and API key in $SUANLI_HOME/config.json
 		root.AddCommand(c)
 	}
 	for _, c := range []*cobra.Command{newSearchCmd(a), newCreateCmd(a), newLsCmd(a), newShowCmd(a), newLogsCmd(a),
-		newStateCmd(a, "stop"), newStateCmd(a, "start"), newStateCmd(a, "destroy")} {
+		newStateCmd(a, "stop"), newStateCmd(a, "start"), newStateCmd(a, "destroy"), newBidCmd(a), newReserveCmd(a), newMarketCmd(a)} {
 		c.GroupID = "rent"
 		root.AddCommand(c)
 	}
