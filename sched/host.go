@@ -3,7 +3,6 @@ package sched
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/suanli/suanli"
 )
@@ -191,9 +190,36 @@ func gpuNameMatch(have string, want []string) bool {
 		return true
 	}
 	for _, w := range want {
-		if strings.EqualFold(strings.ReplaceAll(w, "_", " "), have) {
+		if sameName(w, have) {
 			return true
 		}
 	}
 	return false
+}
+
+// sameName compares names case-insensitively (ASCII) with "_" and " "
+// alike, without allocating: it runs for every candidate host.
+func sameName(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if x == '_' {
+			x = ' '
+		}
+		if y == '_' {
+			y = ' '
+		}
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
 }

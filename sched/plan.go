@@ -161,7 +161,7 @@ var checks = []check{
 
 func containsFold(list []string, s string) bool {
 	for _, x := range list {
-		if strings.EqualFold(strings.ReplaceAll(x, "_", " "), s) {
+		if sameName(x, s) {
 			return true
 		}
 	}
@@ -259,7 +259,7 @@ type candidate struct {
 // then the cheapest for the renter, then the least bid displaced, then the
 // tightest fit (fewest units left free, to keep big holes for big
 // requests), then the lowest host id.
-func better(a, b *candidate, hosts []*Host) bool {
+func better(a, b *candidate, ha, hb *Host) bool {
 	if (a.preempts == 0) != (b.preempts == 0) {
 		return a.preempts == 0
 	}
@@ -272,7 +272,6 @@ func better(a, b *candidate, hosts []*Host) bool {
 	if a.victimB != b.victimB {
 		return a.victimB < b.victimB
 	}
-	ha, hb := hosts[a.host], hosts[b.host]
 	if fa, fb := ha.FreeUnits()-a.z.units, hb.FreeUnits()-b.z.units; fa != fb {
 		return fa < fb
 	}
@@ -307,7 +306,7 @@ func Schedule(snap *Snapshot, r Request) *Result {
 				continue
 			}
 			c.host = i
-			if best == nil || better(c, best, hosts) {
+			if best == nil || better(c, best, h, hosts[best.host]) {
 				best = c
 			}
 		}
@@ -341,6 +340,9 @@ func evaluate(a *arbiter, out *outcome, h *Host, r *Request) (Rejection, *candid
 	if why != "" {
 		return Rejection{HostID: h.ID, Step: step, Field: field, Reason: why}, nil
 	}
+	if g, ok := quickFit(h, z.units); ok {
+		return Rejection{}, &candidate{z: z, gpus: g}
+	}
 	nc := Claim{ID: 0, Class: ClassOf(r.RentalType), Bid: z.rates.ComputePerHour, Units: z.units, State: Waiting, Order: 1<<63 - 1, RAMMB: z.ramMB}
 	a.arbitrate(h, &nc, out)
 	if !out.newWins {
@@ -363,6 +365,27 @@ func evaluate(a *arbiter, out *outcome, h *Host, r *Request) (Rejection, *candid
 		c.victimB += v.Bid
 	}
 	return Rejection{}, c
+}
+
+// quickFit is the common case, decided without ranking anyone: a GPU host
+// whose claims all own their GPUs and that has n free takes the newcomer on
+// its lowest free positions, exactly as arbitrate would.
+func quickFit(h *Host, n int) (GPUSet, bool) {
+	if !h.IsGPU() {
+		return 0, false
+	}
+	var owned GPUSet
+	for i := range h.Claims {
+		if h.Claims[i].State != Owner {
+			return 0, false
+		}
+		owned |= h.Claims[i].GPUs
+	}
+	free := All(len(h.GPUIndex)) &^ owned
+	if free.Count() < n {
+		return 0, false
+	}
+	return free.Take(n), true
 }
 
 func victimOf(vs []Victim, id int64) bool {
