@@ -171,13 +171,19 @@ func (c *Cluster) Place(r Request, id int64) (p Placement, rj Rejection, ok bool
 	scanned := 0
 	consider := func(hi int32) {
 		scanned++
-		rej, cand := evaluate(&c.a, &c.out, &c.hosts[hi], &r)
-		if cand == nil {
+		if len(c.cands) == cap(c.cands) {
+			c.cands = append(c.cands, candidate{})
+		} else {
+			c.cands = c.cands[:len(c.cands)+1]
+		}
+		cand := &c.cands[len(c.cands)-1]
+		rej, ok := evaluate(&c.a, &c.out, &c.hosts[hi], &r, cand)
+		if !ok {
 			why[stepIndex(rej.Step)]++
+			c.cands = c.cands[:len(c.cands)-1]
 			return
 		}
 		cand.host = int(hi)
-		c.cands = append(c.cands, *cand)
 	}
 	// Free GPUs, tightest bucket first.
 	for _, pl := range pools {
@@ -236,7 +242,10 @@ func (c *Cluster) apply(hi int32, cand *candidate, r *Request, id int64) Placeme
 		State: Owner, GPUs: cand.gpus, RAMMB: cand.z.ramMB, Order: id})
 	c.where[id] = hi
 	c.reindex(hi)
-	p := Placement{HostID: h.ID, GPUs: cand.gpus, CPUCores: cand.z.cores, RAMMB: cand.z.ramMB, Rates: cand.z.rates, Preempt: cand.victims}
+	p := Placement{HostID: h.ID, GPUs: cand.gpus, CPUCores: cand.z.cores, RAMMB: cand.z.ramMB, Rates: cand.z.rates}
+	if len(cand.victims) > 0 {
+		p.Preempt = slices.Clone(cand.victims) // the candidate's buffer is reused
+	}
 	p.HourlyCost = p.Rates.ComputePerHour + p.Rates.StoragePerHour(r.DiskGB)
 	return p
 }

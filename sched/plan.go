@@ -300,8 +300,9 @@ func Schedule(snap *Snapshot, r Request) *Result {
 		res.Rejections = res.Rejections[:0]
 		var best *candidate
 		for i, h := range hosts {
-			rj, c := evaluate(&a, &out, h, &r)
-			if c == nil {
+			c := &candidate{}
+			rj, ok := evaluate(&a, &out, h, &r, c)
+			if !ok {
 				res.Rejections = append(res.Rejections, rj)
 				continue
 			}
@@ -328,25 +329,27 @@ func Schedule(snap *Snapshot, r Request) *Result {
 	return res
 }
 
-// evaluate runs one host through the pipeline for r: a rejection, or a
-// candidate.
-func evaluate(a *arbiter, out *outcome, h *Host, r *Request) (Rejection, *candidate) {
-	for _, c := range checks {
-		if why := c.fn(h, r); why != "" {
-			return Rejection{HostID: h.ID, Step: c.step, Field: c.field, Reason: why}, nil
+// evaluate runs one host through the pipeline for r: a rejection, or
+// (ok) the candidate it fills in c, whose victims buffer it reuses.
+func evaluate(a *arbiter, out *outcome, h *Host, r *Request, c *candidate) (Rejection, bool) {
+	for _, ck := range checks {
+		if why := ck.fn(h, r); why != "" {
+			return Rejection{HostID: h.ID, Step: ck.step, Field: ck.field, Reason: why}, false
 		}
 	}
 	z, step, field, why := size(h, r)
 	if why != "" {
-		return Rejection{HostID: h.ID, Step: step, Field: field, Reason: why}, nil
+		return Rejection{HostID: h.ID, Step: step, Field: field, Reason: why}, false
 	}
+	*c = candidate{z: z, victims: c.victims[:0]}
 	if g, ok := quickFit(h, z.units); ok {
-		return Rejection{}, &candidate{z: z, gpus: g}
+		c.gpus = g
+		return Rejection{}, true
 	}
 	nc := Claim{ID: 0, Class: ClassOf(r.RentalType), Bid: z.rates.ComputePerHour, Units: z.units, State: Waiting, Order: 1<<63 - 1, RAMMB: z.ramMB}
 	a.arbitrate(h, &nc, out)
 	if !out.newWins {
-		return Rejection{HostID: h.ID, Step: "capacity", Reason: describeShort(h, r, z.units, out)}, nil
+		return Rejection{HostID: h.ID, Step: "capacity", Reason: describeShort(h, r, z.units, out)}, false
 	}
 	if !h.IsGPU() && z.ramMB > 0 {
 		var used int64
@@ -356,15 +359,16 @@ func evaluate(a *arbiter, out *outcome, h *Host, r *Request) (Rejection, *candid
 			}
 		}
 		if used+z.ramMB > h.RAMMB {
-			return Rejection{HostID: h.ID, Step: "capacity", Reason: fmt.Sprintf("offer %d has %d MB of free RAM, this rental needs %d MB", h.ID, h.RAMMB-used, z.ramMB)}, nil
+			return Rejection{HostID: h.ID, Step: "capacity", Reason: fmt.Sprintf("offer %d has %d MB of free RAM, this rental needs %d MB", h.ID, h.RAMMB-used, z.ramMB)}, false
 		}
 	}
-	c := &candidate{z: z, gpus: out.newGPUs, victims: slices.Clone(out.victims)}
+	c.gpus = out.newGPUs
+	c.victims = append(c.victims, out.victims...)
 	for _, v := range c.victims {
 		c.preempts += v.Units
 		c.victimB += v.Bid
 	}
-	return Rejection{}, c
+	return Rejection{}, true
 }
 
 // quickFit is the common case, decided without ranking anyone: a GPU host
