@@ -32,7 +32,7 @@ type Cluster struct {
 	byID  map[int64]int32
 	pools map[string]*pool
 	order []*pool // pools in the order their models were added
-	where map[int64]int32 // claim id → host index
+	where claimIndex // claim id → host index
 	rng   uint64
 	a     arbiter
 	out   outcome
@@ -56,7 +56,7 @@ type pool struct {
 
 // NewCluster returns an empty cluster whose candidate sampling is seeded.
 func NewCluster(seed uint64) *Cluster {
-	return &Cluster{byID: map[int64]int32{}, pools: map[string]*pool{}, where: map[int64]int32{}, rng: seed*0x9E3779B97F4A7C15 + 1}
+	return &Cluster{byID: map[int64]int32{}, pools: map[string]*pool{}, where: claimIndex{sparse: map[int64]int32{}}, rng: seed*0x9E3779B97F4A7C15 + 1}
 }
 
 // next is splitmix64: the seeded sampling of candidate offsets.
@@ -90,7 +90,7 @@ func (c *Cluster) AddHost(h Host) error {
 	c.meta = append(c.meta, hostMeta{pool: p, free: -1, posBid: -1})
 	c.byID[h.ID] = i
 	for _, cl := range h.Claims {
-		c.where[cl.ID] = i
+		c.where.set(cl.ID, i)
 	}
 	c.reindex(i)
 	return nil
@@ -235,12 +235,12 @@ func (c *Cluster) apply(hi int32, cand *candidate, r *Request, id int64) Placeme
 	if len(cand.victims) > 0 {
 		h.Claims = slices.DeleteFunc(h.Claims, func(cl Claim) bool { return victimOf(cand.victims, cl.ID) })
 		for _, v := range cand.victims {
-			delete(c.where, v.ID)
+			c.where.del(v.ID)
 		}
 	}
 	h.Claims = append(h.Claims, Claim{ID: id, Class: ClassOf(r.RentalType), Bid: cand.z.rates.ComputePerHour, Units: cand.z.units,
 		State: Owner, GPUs: cand.gpus, RAMMB: cand.z.ramMB, Order: id})
-	c.where[id] = hi
+	c.where.set(id, hi)
 	c.reindex(hi)
 	p := Placement{HostID: h.ID, GPUs: cand.gpus, CPUCores: cand.z.cores, RAMMB: cand.z.ramMB, Rates: cand.z.rates}
 	if len(cand.victims) > 0 {
@@ -250,17 +250,24 @@ func (c *Cluster) apply(hi int32, cand *candidate, r *Request, id int64) Placeme
 	return p
 }
 
-// Release removes claim id (a destroy, a stop); false when unknown.
-func (c *Cluster) Release(id int64) bool {
-	hi, ok := c.where[id]
+// Release removes claim id (a destroy, a stop) and returns what it held:
+// its host and GPUs. ok is false when the claim is unknown.
+func (c *Cluster) Release(id int64) (hostID int64, gpus GPUSet, ok bool) {
+	hi, ok := c.where.get(id)
 	if !ok {
-		return false
+		return 0, 0, false
 	}
 	h := &c.hosts[hi]
-	h.Claims = slices.DeleteFunc(h.Claims, func(cl Claim) bool { return cl.ID == id })
-	delete(c.where, id)
+	for i := range h.Claims {
+		if h.Claims[i].ID == id {
+			gpus = h.Claims[i].GPUs
+			h.Claims = slices.Delete(h.Claims, i, i+1)
+			break
+		}
+	}
+	c.where.del(id)
 	c.reindex(hi)
-	return true
+	return h.ID, gpus, true
 }
 
 // Host returns host id as the cluster holds it now. The caller must not
@@ -275,7 +282,7 @@ func (c *Cluster) Host(id int64) (*Host, bool) {
 
 // HostOf returns the host claim id is on.
 func (c *Cluster) HostOf(id int64) (*Host, bool) {
-	hi, ok := c.where[id]
+	hi, ok := c.where.get(id)
 	if !ok {
 		return nil, false
 	}
@@ -303,7 +310,7 @@ func (c *Cluster) PoolUsage(model string) (total, used int) {
 }
 
 // Claims returns the number of claims the cluster holds.
-func (c *Cluster) Claims() int { return len(c.where) }
+func (c *Cluster) Claims() int { return c.where.n }
 
 // Verify recounts everything from the claims: no GPU owned twice or beyond
 // its host, every claim where the index says, every host in the right
@@ -325,7 +332,7 @@ func (c *Cluster) Verify() error {
 			if cl.Class == ClassBid {
 				bids += cl.Units
 			}
-			if c.where[cl.ID] != int32(i) {
+			if at, _ := c.where.get(cl.ID); at != int32(i) {
 				return fmt.Errorf("claim %d is on host %d but indexed elsewhere", cl.ID, h.ID)
 			}
 			seen++
@@ -337,8 +344,8 @@ func (c *Cluster) Verify() error {
 			return fmt.Errorf("host %d: bids own %d GPUs, bid index %d", h.ID, bids, m.posBid)
 		}
 	}
-	if seen != len(c.where) {
-		return fmt.Errorf("%d claims on hosts, %d indexed", seen, len(c.where))
+	if seen != c.where.n {
+		return fmt.Errorf("%d claims on hosts, %d indexed", seen, c.where.n)
 	}
 	return nil
 }
@@ -374,4 +381,52 @@ func stepName(i int) string {
 		return checks[i].step
 	}
 	return extraSteps[i-len(checks)]
+}
+
+// claimIndex maps claim ids to host indexes: a slice for the dense ids the
+// store hands out (instance ids count up from 1), a map for the rest, so
+// that the hot path does not hash.
+type claimIndex struct {
+	dense  []int32 // host index + 1 by id; 0: none
+	sparse map[int64]int32
+	n      int
+}
+
+// maxDense is the largest id kept in the slice.
+const maxDense = 1 << 26
+
+func (x *claimIndex) get(id int64) (int32, bool) {
+	if id >= 0 && id < int64(len(x.dense)) {
+		v := x.dense[id]
+		return v - 1, v != 0
+	}
+	v, ok := x.sparse[id]
+	return v, ok
+}
+
+func (x *claimIndex) set(id int64, host int32) {
+	if _, ok := x.get(id); !ok {
+		x.n++
+	}
+	if id >= 0 && id < maxDense {
+		if id >= int64(len(x.dense)) {
+			n := min(max(int(id)+1, 2*len(x.dense)), maxDense)
+			x.dense = append(x.dense, make([]int32, n-len(x.dense))...)
+		}
+		x.dense[id] = host + 1
+		return
+	}
+	x.sparse[id] = host
+}
+
+func (x *claimIndex) del(id int64) {
+	if _, ok := x.get(id); !ok {
+		return
+	}
+	x.n--
+	if id >= 0 && id < int64(len(x.dense)) {
+		x.dense[id] = 0
+		return
+	}
+	delete(x.sparse, id)
 }

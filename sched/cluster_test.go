@@ -38,7 +38,7 @@ func TestClusterAgreesWithSchedule(t *testing.T) {
 			}
 			slices.Sort(ids) // map order is random; the test is seeded
 			id := ids[rng.IntN(len(ids))]
-			if !c.Release(id) {
+			if _, _, ok := c.Release(id); !ok {
 				t.Fatalf("Release(%d) = false", id)
 			}
 			delete(live, id)

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/suanli/suanli"
@@ -187,13 +188,13 @@ func cpuModel() string {
 // world is the generated market: hosts and what the replay needs of them.
 type world struct {
 	hosts []sched.Host
-	gpus  map[int64]int // host id → GPU count
-	model map[int64]int // host id → model index
+	gpus  []int // by host id − 1: GPU count
+	model []int // by host id − 1: model index
 }
 
 func genWorld(n int, seed uint64) *world {
 	rng := rand.New(rand.NewPCG(seed, 1))
-	w := &world{gpus: make(map[int64]int, n), model: make(map[int64]int, n)}
+	w := &world{gpus: make([]int, n), model: make([]int, n)}
 	identity := make([][]int, sched.MaxGPUs+1)
 	for k := range identity {
 		for i := 0; i < k; i++ {
@@ -220,7 +221,7 @@ func genWorld(n int, seed uint64) *world {
 			RAMMB: int64(g) * 64 << 10, DiskFreeGB: 4000, Region: regions[r], Country: countries[r], Status: suanli.MachineOnline,
 			Listing: suanli.Listing{Listed: true, PriceGPU: price, MinBid: price * 4 / 10, PriceDisk: 100_000, PreemptGraceS: 30}}
 		w.hosts = append(w.hosts, h)
-		w.gpus[h.ID], w.model[h.ID] = g, mi
+		w.gpus[i], w.model[i] = g, mi
 	}
 	return w
 }
@@ -261,7 +262,7 @@ type placeRun struct {
 	out     sink
 	rng     *rand.Rand
 	next    int64
-	claims  map[int64]claimInfo
+	claims  []claimInfo // by claim id (ids are dense from 1); model −1: gone
 	live    [][]int64 // per model
 	used    []int     // GPUs owned per model
 	total   []int     // GPUs per model
@@ -278,14 +279,14 @@ type placeRun struct {
 func newPlaceRun(f placeFlags, out sink) *placeRun {
 	w := genWorld(f.hosts, f.seed)
 	r := &placeRun{f: f, world: w, c: sched.NewCluster(f.seed), out: out, rng: rand.New(rand.NewPCG(f.seed, 2)), next: 1,
-		claims: make(map[int64]claimInfo, f.hosts*2), live: make([][]int64, len(benchModels)),
+		claims: make([]claimInfo, 1, f.hosts*4), live: make([][]int64, len(benchModels)),
 		used: make([]int, len(benchModels)), total: make([]int, len(benchModels))}
 	r.c.Limit = f.limit
 	for _, h := range w.hosts {
 		if err := r.c.AddHost(h); err != nil {
 			panic(err)
 		}
-		r.total[w.model[h.ID]] += len(h.GPUIndex)
+		r.total[w.model[h.ID-1]] += len(h.GPUIndex)
 	}
 	return r
 }
@@ -336,7 +337,7 @@ func (r *placeRun) place(req sched.Request) (bool, error) {
 		return false, nil
 	}
 	r.next++
-	mi := r.world.model[p.HostID]
+	mi := r.world.model[p.HostID-1]
 	d := decision{id: id, host: p.HostID, gpus: p.GPUs, class: sched.ClassOf(req.RentalType), bid: p.Rates.ComputePerHour}
 	for _, v := range p.Preempt {
 		d.victims = append(d.victims, v.ID)
@@ -349,6 +350,9 @@ func (r *placeRun) place(req sched.Request) (bool, error) {
 		r.decisions = append(r.decisions, d)
 	}
 	units := p.GPUs.Count()
+	for int64(len(r.claims)) <= id {
+		r.claims = append(r.claims, claimInfo{model: -1})
+	}
 	r.claims[id] = claimInfo{pos: int32(len(r.live[mi])), units: int16(units), model: int8(mi), class: d.class}
 	r.live[mi] = append(r.live[mi], id)
 	r.used[mi] += units
@@ -373,7 +377,7 @@ func (r *placeRun) forget(id int64) claimInfo {
 	}
 	r.live[ci.model] = l[:len(l)-1]
 	r.used[ci.model] -= int(ci.units)
-	delete(r.claims, id)
+	r.claims[id] = claimInfo{model: -1}
 	return ci
 }
 
@@ -401,15 +405,8 @@ func (r *placeRun) release(mi int, onlyFirm bool) error {
 	for tries := 0; onlyFirm && r.claims[id].class != sched.ClassFirm && tries < 64; tries++ {
 		id = l[r.rng.IntN(len(l))]
 	}
-	h, _ := r.c.HostOf(id)
-	var gpus sched.GPUSet
-	for _, cl := range h.Claims {
-		if cl.ID == id {
-			gpus = cl.GPUs
-		}
-	}
-	hostID := h.ID
-	if !r.c.Release(id) {
+	hostID, gpus, ok := r.c.Release(id)
+	if !ok {
 		return fmt.Errorf("release %d: unknown to the engine", id)
 	}
 	r.forget(id)
@@ -540,6 +537,7 @@ func (r *placeRun) phase(name string, ops int, step func() error) (phaseResult, 
 	r.utilMin, r.utilMax = 1, 0
 	r.recording = name == "mixed"
 	dl, _ := r.out.(*decisionLog)
+	cpu0 := cpuTime()
 	start := time.Now()
 	lastReport := start
 	for r.placements < ops {
@@ -558,10 +556,12 @@ func (r *placeRun) phase(name string, ops int, step func() error) (phaseResult, 
 		}
 	}
 	elapsed := time.Since(start)
+	cpu := cpuTime() - cpu0
 	res := phaseResult{rate: float64(r.placements) / elapsed.Seconds(), preemptShare: float64(r.preempting) / float64(max(r.placements, 1))}
 	if dl != nil {
-		fmt.Printf("%s: %d placements (%.1f%% preempting, %d found no host) and %d releases in %s, utilisation %.1f–%.1f%%: %.0f placements/s durable\n",
-			name, r.placements, 100*res.preemptShare, r.failures, r.releases, elapsed.Round(time.Millisecond), 100*r.utilMin, 100*r.utilMax, res.rate)
+		fmt.Printf("%s: %d placements (%.1f%% preempting, %d found no host) and %d releases in %s, utilisation %.2f–%.2f%%: %.0f placements/s durable (%s of CPU: %.0f placements per CPU-second)\n",
+			name, r.placements, 100*res.preemptShare, r.failures, r.releases, elapsed.Round(time.Millisecond), 100*r.utilMin, 100*r.utilMax, res.rate,
+			cpu.Round(time.Millisecond), float64(r.placements)/cpu.Seconds())
 	}
 	return res, nil
 }
@@ -789,7 +789,7 @@ func replay(path string, w *world, c *sched.Cluster) (records, over int, err err
 				delete(claims, int64(v))
 			}
 			g := sched.GPUSet(gpus)
-			if used[int64(host)]&g != 0 || g&^sched.All(w.gpus[int64(host)]) != 0 || g == 0 {
+			if host < 1 || int(host) > len(w.gpus) || used[int64(host)]&g != 0 || g&^sched.All(w.gpus[host-1]) != 0 || g == 0 {
 				over++
 			}
 			used[int64(host)] |= g
@@ -971,4 +971,14 @@ func runBaseline(f placeFlags, want []decision) (baselineResult, error) {
 		}
 	}
 	return baselineResult{placements: r.placements, releases: r.releases, elapsed: elapsed, rate: float64(r.placements) / elapsed.Seconds()}, nil
+}
+
+// cpuTime is the CPU time this process has used (all threads: the placer,
+// the log writer, the garbage collector).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
