@@ -56,10 +56,17 @@ type Instance struct {
 	MachineID     int64             `json:"machine_id"`
 	HostID        int64             `json:"host_id"` // the provider's account
 	Label         string            `json:"label,omitempty"`
+	Project       string            `json:"project,omitempty"`
+	Tags          map[string]string `json:"tags,omitempty"`
+	Guards        Guards            `json:"guards"`
 	Image         string            `json:"image"`
 	Cmd           []string          `json:"cmd,omitempty"`
 	Env           map[string]string `json:"env,omitempty"`
 	DiskGB        int64             `json:"disk_gb"`
+	Ports         []int             `json:"ports,omitempty"` // container TCP ports to publish
+	Volumes       []VolumeMount     `json:"volumes,omitempty"`
+	PortMap       map[int]int       `json:"port_map,omitempty"` // container port → host port, as the agent mapped them
+	Template      string            `json:"template,omitempty"`
 	GPUName       string            `json:"gpu_name,omitempty"`
 	GPUCount      int               `json:"num_gpus"`
 	GPUIndexes    []int             `json:"gpu_indexes,omitempty"`
@@ -75,6 +82,7 @@ type Instance struct {
 	ExitCode      *int              `json:"exit_code,omitempty"`
 	CreatedAt     time.Time         `json:"created_at"`
 	StartedAt     *time.Time        `json:"started_at,omitempty"`     // latest transition into running
+	StoppedAt     *time.Time        `json:"stopped_at,omitempty"`     // latest transition out of running (nil while running)
 	WaitingSince  *time.Time        `json:"waiting_since,omitempty"`  // preempted or queued: when its wait began (queue order)
 	ReservedUntil *time.Time        `json:"reserved_until,omitempty"` // an active reservation's end (rental type reserved)
 	PreemptedBy   int64             `json:"preempted_by,omitempty"`   // the instance whose claim preempted it last
@@ -82,9 +90,18 @@ type Instance struct {
 	UpdatedAt     time.Time         `json:"updated_at"`
 	Version       int64             `json:"version"`
 
-	// Filled on reads from the ledger and meters.
-	CostSoFar Money `json:"cost_so_far"`
-	BurnRate  Money `json:"burn_rate"` // per hour, now
+	// Managed jobs: what to do when the workload exits or its host is lost.
+	Restart        RestartPolicy `json:"restart"`
+	Restarts       int           `json:"restarts"`        // restarts after exits (count against MaxRestarts)
+	Moves          int           `json:"moves"`           // relaunches on another host (do not count)
+	RestartPending bool          `json:"restart_pending"` // an exit was seen; the restart waits for the agent's stop
+	AvoidMachines  []int64       `json:"avoid_machines,omitempty"`
+
+	// Filled on reads from the ledger, meters and the agent's telemetry.
+	CostSoFar Money      `json:"cost_so_far"`
+	BurnRate  Money      `json:"burn_rate"` // per hour, now
+	Telemetry *Telemetry `json:"telemetry,omitempty"`
+	Hints     []string   `json:"hints,omitempty"`
 }
 
 // Live reports whether the instance still holds its machine's resources
@@ -121,10 +138,17 @@ type InstanceCreate struct {
 	Cmd        []string          `json:"cmd,omitempty"`
 	Env        map[string]string `json:"env,omitempty"`
 	DiskGB     int64             `json:"disk_gb,omitempty"`   // default DefaultDiskGB
+	Ports      []int             `json:"ports,omitempty"`     // container TCP ports to publish (SUANLI_TCP_PORT_<n> tells the workload the host port)
+	Volumes    []VolumeMount     `json:"volumes,omitempty"`   // volumes on the same machine to attach (-v NAME:/path)
+	Template   string            `json:"template,omitempty"`  // a preset: image, disk, ports and command unless given
 	GPUCount   int               `json:"num_gpus,omitempty"`  // 0: every GPU the offer has free
 	CPUCores   int               `json:"cpu_cores,omitempty"` // CPU-only machines: 0 means all free cores
 	Label      string            `json:"label,omitempty"`
+	Project    string            `json:"project,omitempty"`
+	Tags       map[string]string `json:"tags,omitempty"`
+	Guards     Guards            `json:"guards,omitempty"`
 	RentalType string            `json:"rental_type,omitempty"` // default on-demand, or interruptible when Bid is set
+	Restart    RestartPolicy     `json:"restart,omitempty"`
 	Bid        *Money            `json:"bid,omitempty"`
 }
 
@@ -150,4 +174,46 @@ type LogChunk struct {
 	Data       []byte `json:"data"`
 	Next       int64  `json:"next"`
 	Done       bool   `json:"done"` // the instance is gone: no more will come
+}
+
+// Restart policies for managed jobs.
+const (
+	RestartNever     = "never"
+	RestartOnFailure = "on-failure" // after a non-zero exit or a failure
+	RestartAlways    = "always"     // after any exit
+)
+
+// RestartPolicy makes an instance a managed job: restarted after exits
+// (at most MaxRestarts times), and, with Recover "elsewhere", relaunched on
+// another matching offer when its host is lost or it is preempted. Host
+// losses and preemptions do not count against MaxRestarts.
+type RestartPolicy struct {
+	Policy      string `json:"policy,omitempty"` // never (default), on-failure, always
+	MaxRestarts int    `json:"max_restarts,omitempty"`
+	Recover     string `json:"recover,omitempty"`   // "" (wait for the host) or "elsewhere"
+	MaxPrice    Money  `json:"max_price,omitempty"` // per hour for a relaunch elsewhere; 0: 1.5 × the current rate
+}
+
+// DefaultMaxRestarts applies when a restart policy names no limit.
+const DefaultMaxRestarts = 3
+
+// Validate checks the policy; the error names the field.
+func (r RestartPolicy) Validate() error {
+	switch r.Policy {
+	case "", RestartNever, RestartOnFailure, RestartAlways:
+	default:
+		return FieldErrorf("restart.policy", "%q: use never, on-failure or always", r.Policy)
+	}
+	if r.MaxRestarts < 0 || r.MaxRestarts > 1000 {
+		return FieldErrorf("restart.max_restarts", "%d: give 0 to 1000", r.MaxRestarts)
+	}
+	switch r.Recover {
+	case "", "elsewhere":
+	default:
+		return FieldErrorf("restart.recover", "%q: use elsewhere, or leave it empty to wait for the host", r.Recover)
+	}
+	if r.MaxPrice < 0 {
+		return FieldErrorf("restart.max_price", "must not be negative")
+	}
+	return nil
 }

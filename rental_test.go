@@ -36,7 +36,7 @@ func TestReservationRefund(t *testing.T) {
 		at     time.Duration
 		refund suanli.Money
 	}{
-		{0, 230_400_000 - 11_520_000},     // nothing used: all back but the 5% fee
+		{0, 230_400_000 - 11_520_000},      // nothing used: all back but the 5% fee
 		{10 * 24 * time.Hour, 126_720_000}, // the worked example in the docs
 		{30 * 24 * time.Hour, 0},
 		{40 * 24 * time.Hour, 0},

@@ -20,16 +20,19 @@ type SyncRequest struct {
 	Instances    []InstanceReport `json:"instances"`
 	Logs         []LogChunk       `json:"logs,omitempty"`
 	Usage        []UsageReport    `json:"usage,omitempty"`
+	TaskResults  []TaskResult     `json:"task_results,omitempty"`
+	SSH          *SSHEndpoint     `json:"ssh,omitempty"` // sent with Hardware; nil: no SSH endpoint (or unchanged)
 }
 
 // InstanceReport is an agent's view of one instance.
 type InstanceReport struct {
-	ID        int64      `json:"id"`
-	Status    string     `json:"status"` // pulling, running, stopped, exited, failed
-	Message   string     `json:"message,omitempty"`
-	ExitCode  *int       `json:"exit_code,omitempty"`
-	StartedAt *time.Time `json:"started_at,omitempty"`
-	Telemetry *Telemetry `json:"telemetry,omitempty"`
+	ID        int64       `json:"id"`
+	Status    string      `json:"status"` // pulling, running, stopped, exited, failed
+	Message   string      `json:"message,omitempty"`
+	ExitCode  *int        `json:"exit_code,omitempty"`
+	StartedAt *time.Time  `json:"started_at,omitempty"`
+	Telemetry *Telemetry  `json:"telemetry,omitempty"`
+	Ports     map[int]int `json:"ports,omitempty"` // container port → host port
 }
 
 // Telemetry is one instance's resource use, sampled by the agent.
@@ -58,7 +61,44 @@ type SyncResponse struct {
 	LostAfter         time.Duration   `json:"lost_after"`
 	ServerTime        time.Time       `json:"server_time"`
 	LogOffsets        map[int64]int64 `json:"log_offsets,omitempty"` // how much of each log the server holds
+	// Tasks are one-off requests the control plane waits on (pre-flight
+	// checks, exec). The agent runs each once and reports its result until
+	// the task is no longer listed.
+	Tasks []AgentTask `json:"tasks,omitempty"`
+	// Volumes are every volume the machine must hold; the agent creates
+	// missing ones and wipes and removes the others.
+	Volumes   []VolumeSpec `json:"volumes,omitempty"`
+	SSHCAKeys []string     `json:"ssh_ca_keys,omitempty"` // the SSH CA's public keys: the only user authorities the agent's SSH endpoint trusts
 }
+
+// Agent task kinds.
+const (
+	TaskPreflight = "preflight" // check that Spec can run here, before anything is reserved
+	TaskExec      = "exec"      // run Cmd inside instance InstanceID
+)
+
+// AgentTask is a one-off request to an agent.
+type AgentTask struct {
+	ID         string        `json:"id"`
+	Kind       string        `json:"kind"`
+	Spec       *InstanceSpec `json:"spec,omitempty"`
+	InstanceID int64         `json:"instance_id,omitempty"`
+	Cmd        []string      `json:"cmd,omitempty"`
+	Timeout    time.Duration `json:"timeout,omitempty"`
+}
+
+// TaskResult is what an agent task produced. Error is a message a person
+// can act on ("image alpine is linux/arm64, host is linux/amd64: …").
+type TaskResult struct {
+	ID        string `json:"id"`
+	Error     string `json:"error,omitempty"`
+	ExitCode  int    `json:"exit_code"`
+	Output    []byte `json:"output,omitempty"` // combined stdout and stderr, at most MaxTaskOutput bytes
+	Truncated bool   `json:"truncated,omitempty"`
+}
+
+// MaxTaskOutput caps what an exec task returns.
+const MaxTaskOutput = 1 << 20
 
 // InstanceSpec is what the agent must run for one instance.
 type InstanceSpec struct {
@@ -68,6 +108,8 @@ type InstanceSpec struct {
 	Cmd        []string          `json:"cmd,omitempty"`
 	Env        map[string]string `json:"env,omitempty"`
 	DiskGB     int64             `json:"disk_gb"`
+	Ports      []int             `json:"ports,omitempty"` // container TCP ports to publish
+	Volumes    []VolumeMount     `json:"volumes,omitempty"`
 	GPUIndexes []int             `json:"gpu_indexes,omitempty"`
 	GPUUUIDs   []string          `json:"gpu_uuids,omitempty"`
 	Simulated  bool              `json:"simulated"`

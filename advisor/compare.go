@@ -138,9 +138,9 @@ func compareSummary(oc OfferComparison) string {
 	s := fmt.Sprintf("%s/GPU-h against %s at %s (%s %s)", oc.PerGPUHour, ch.Provider, ch.PerGPUHour, ch.InstanceType, ch.Region)
 	switch {
 	case ch.SavingsBP > 0:
-		s += ": " + FormatBP(ch.SavingsBP) + " cheaper than the cheapest public cloud"
+		s += ": " + FormatBP(ch.SavingsBP) + " cheaper than the cheapest equivalent"
 	case ch.SavingsBP < 0:
-		s += ": " + FormatBP(-ch.SavingsBP) + " dearer than the cheapest public cloud"
+		s += ": " + FormatBP(-ch.SavingsBP) + " dearer than the cheapest equivalent"
 	default:
 		s += ": the same price"
 	}

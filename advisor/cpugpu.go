@@ -38,7 +38,7 @@ const ReferenceGPUTFLOPS = 82.6
 // work one reference GPU does in the time ReferenceCores cores do one unit,
 // when the code uses the GPU; GPUByDefault says whether the usual software
 // for the kind does. UsefulCores caps the cores the work keeps busy (0: it
-// scales with every core).
+// scales with every core). CPUWinsWhen is a sentence for people.
 type KindProfile struct {
 	Kind         WorkloadKind `json:"kind"`
 	Description  string       `json:"description"`
@@ -51,31 +51,31 @@ type KindProfile struct {
 
 var kindProfiles = []KindProfile{
 	{KindTraining, "deep-learning training (PyTorch, JAX)", 25, true, 0,
-		"the model is classic machine learning (gradient-boosted trees, scikit-learn) or tiny; otherwise a GPU wins by an order of magnitude",
+		"For classic machine learning (gradient-boosted trees, scikit-learn) and tiny models; otherwise a GPU wins by an order of magnitude.",
 		"Suanli rule of thumb: dense matrix math runs ~20-50× faster on one data-centre GPU than on 32 cores"},
 	{KindInference, "deep-learning inference", 8, true, 0,
-		"the model is small (under ~1B parameters) or requests are few and unbatched: CPU cores answer them without paying for an idle GPU",
+		"For small models (under ~1B parameters) or few, unbatched requests: CPU cores answer them without paying for an idle GPU.",
 		"Suanli rule of thumb for batched inference; single requests gain less"},
 	{KindRendering, "3D rendering (Blender Cycles, V-Ray)", 10, true, 0,
-		"the scene does not fit in GPU memory, or the renderer or plug-ins are CPU-only",
+		"When the scene does not fit in GPU memory, or the renderer or its plug-ins are CPU-only.",
 		"Blender Open Data benchmark (opendata.blender.org), Cycles medians: an RTX 4090 with OptiX scores about 10× a 32-core desktop CPU"},
 	{KindVideoTranscode, "video transcoding (FFmpeg)", 4, true, 0,
-		"quality per bit matters more than speed (x264/x265 slow presets are CPU-only) or the codec lacks a hardware encoder",
+		"When quality per bit matters more than speed (x264/x265 slow presets are CPU-only) or the codec has no hardware encoder.",
 		"Suanli rule of thumb for NVENC against libx264 medium on 32 cores"},
 	{KindSimulation, "scientific simulation (CFD, molecular dynamics, Monte Carlo)", 5, false, 0,
-		"the code is not CUDA-ported (most MPI codes): then a many-core CPU offer is the only useful part",
+		"When the code is not CUDA-ported (most MPI codes): then only the cores count.",
 		"Suanli rule of thumb; GPU-ported codes such as GROMACS or GPU solvers in OpenFOAM gain more"},
 	{KindFeatureEngineering, "feature engineering and ETL (pandas, Polars, Spark)", 5, false, 16,
-		"almost always, unless the pipeline runs on RAPIDS cuDF / Spark RAPIDS: dataframe code uses CPU cores and RAM, not the GPU",
+		"Almost always: dataframe code uses CPU cores and RAM, not the GPU, unless the pipeline runs on RAPIDS cuDF or Spark RAPIDS.",
 		"Suanli rule of thumb; RAPIDS reports larger speedups on large joins and group-bys"},
 	{KindWebService, "web services and APIs", 0, false, 0,
-		"always: request handling uses CPU cores; a GPU offer only adds cost",
+		"Always: request handling uses CPU cores; a GPU offer only adds cost.",
 		"Suanli rule of thumb"},
 	{KindDatabase, "databases (PostgreSQL, MySQL, Redis)", 0, false, 64,
-		"always: databases need cores, RAM and fast disks, not GPUs",
+		"Always: databases need cores, RAM and fast disks, not GPUs.",
 		"Suanli rule of thumb"},
 	{KindCIBuild, "builds and CI (compilers, tests)", 0, false, 64,
-		"always: compilers and test runners use CPU cores",
+		"Always: compilers and test runners use CPU cores.",
 		"Suanli rule of thumb"},
 }
 
@@ -191,7 +191,7 @@ func AdviseCPUOrGPU(p KindProfile, offers []*suanli.Offer, gpuCode bool) *CPUOrG
 		} else {
 			a.Best = "gpu"
 			a.Explanation = fmt.Sprintf("GPU: offer #%d (%d× %s, %s/h) does the work for %s per unit; the best CPU offer #%d (%d cores, %s/h) costs %s per unit, %s as much; %s",
-				g.OfferID, g.NumGPUs, g.GPUName, g.DPH, g.CostPerUnit, c.OfferID, c.CPUCores, c.DPH, c.CostPerUnit, FormatBP(a.CPUCostBP), unit)
+				g.OfferID, g.NumGPUs, g.GPUName, g.DPH, g.CostPerUnit, c.OfferID, c.CPUCores, c.DPH, c.CostPerUnit, formatTimes(a.CPUCostBP), unit)
 		}
 	}
 	if !useGPU {
@@ -231,3 +231,6 @@ func offerCost(o *suanli.Offer, p KindProfile, useGPU bool) (OfferCost, bool) {
 	c.CostPerUnit = suanli.MulDiv(dph, 1000, milli)
 	return c, true
 }
+
+// formatTimes writes a ratio in basis points as a multiple: 24951 → "2.5×".
+func formatTimes(bp int64) string { return trimFloat(float64(bp)/10000, 1) + "×" }

@@ -1,20 +1,29 @@
-// Package advisor answers the questions a renter asks before renting, with
-// numbers: how much GPU memory a model needs (EstimateVRAM, the Models
-// table), whether a many-core CPU offer is the better buy than a GPU
-// (AdviseCPUOrGPU), whether to rent or buy (RentVsBuy, TCO), what public
-// clouds charge for the same GPU (BuiltinCatalog, ImportSkyPilot, Compare),
-// how much CO2 an offer emits (CarbonIntensity, EstimateGCO2PerHour, Green)
-// and how far away it is (ParseLocation, LatencyMS).
+// Package advisor answers, with numbers, the questions a renter asks before
+// renting:
 //
-// It owns its reference tables (models, GPUs, public-cloud prices, grid
-// carbon intensities, country positions); each row names its source and date.
-// The figures are estimates and rules of thumb, and every result says which
-// assumptions it made.
+//   - how much GPU memory a model needs: EstimateVRAM over the Models table;
+//   - whether a many-core CPU offer does the work cheaper than a GPU:
+//     AdviseCPUOrGPU;
+//   - whether to rent or buy: RentVsBuy (the rule of thumb as
+//     written, then a TCO with the break-even month);
+//   - what public clouds charge for the same GPU: BuiltinCatalog,
+//     ImportSkyPilot, Compare, RegionSpreads;
+//   - how much CO2 an offer emits: CarbonIntensity, EstimateGCO2PerHour,
+//     GreenThreshold;
+//   - how far away an offer is: ParseLocation, LatencyMS.
 //
-// The package is pure: no network, no files, no database, no wall clock.
-// ImportSkyPilot reads an io.Reader the caller opens; functions that need a
-// date take it as an argument. Money is suanli.Money with integer arithmetic;
-// floats appear only for physics (bytes of memory, watts, kilometres). The
-// CLI commands live in advisor/advisecli; the control plane calls Annotate to fill an offer's carbon_intensity, green
-// and latency_ms fields.
+// The control plane calls Annotate to fill an offer's carbon_intensity,
+// green and latency_ms fields.
+//
+// It owns its reference tables (models, GPUs, public-cloud list prices, grid
+// carbon intensities, country positions, workload rules of thumb); every row
+// names its source, and every result lists the assumptions behind it.
+//
+// It must stay pure: no network, files, database or wall clock. The
+// SkyPilot importer reads an io.Reader its caller opened; anything that
+// needs a date takes it as an argument. Money is suanli.Money in exact
+// integer arithmetic, ratios on money are basis points; floats appear only
+// for physics (bytes, watts, kilometres) and never flow back into money
+// without an explicit integer conversion. The CLI commands live in
+// advisor/advisecli.
 package advisor

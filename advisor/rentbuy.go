@@ -186,38 +186,28 @@ func RentVsBuy(in RentVsBuyInput) (*RentVsBuyResult, error) {
 }
 
 func verdict(t TCO, rule RuleOfThumb) string {
-	ruleSays := "The rule of thumb agrees."
 	var v string
+	tcoRents := t.BreakEvenMonth == 0 || !t.PaysBackInLife
 	switch {
 	case t.BreakEvenMonth == 0:
 		v = fmt.Sprintf("Rent. Power alone (%s/month) costs as much as renting (%s/month), so the purchase never pays back.", t.PowerMonthly, t.RentMonthly)
-		if rule.ConsiderBuying {
-			ruleSays = "The rule of thumb, which ignores power, would consider buying."
-		}
 	case !t.PaysBackInLife:
 		v = fmt.Sprintf("Rent. Renting costs %s/month; the purchase would pay for itself only in month %d, after its %d-month life.", t.RentMonthly, t.BreakEvenMonth, t.Months)
-		if rule.ConsiderBuying {
-			ruleSays = "The rule of thumb would consider buying; the TCO does not."
-		}
 	case t.BreakEvenMonth*3 > t.Months*2:
 		v = fmt.Sprintf("Close call. The purchase pays for itself in month %d of %d, which leaves little margin for idle months, repairs or a cheaper next generation; over %d months owning costs %s against %s renting.", t.BreakEvenMonth, t.Months, t.Months, t.OwnOverLife, t.RentOverLife)
-		if !rule.ConsiderBuying {
-			ruleSays = "The rule of thumb says keep renting."
-		} else {
-			ruleSays = "The rule of thumb would consider buying."
-		}
 	default:
 		v = fmt.Sprintf("Buy. The purchase pays for itself in month %d of %d; over %d months owning costs %s (%s/month with power) against %s renting, saving %s.", t.BreakEvenMonth, t.Months, t.Months, t.OwnOverLife, t.OwnMonthly, t.RentOverLife, t.Savings)
-		if !rule.ConsiderBuying {
-			ruleSays = "The rule of thumb, which wants rent above twice the utilisation-adjusted device cost, is more cautious and says keep renting."
-		}
 	}
-	if t.BreakEvenMonth == 0 || !t.PaysBackInLife {
-		if !rule.ConsiderBuying {
-			ruleSays = "The rule of thumb agrees: keep renting."
-		}
+	switch {
+	case tcoRents && !rule.ConsiderBuying:
+		return v + " The rule of thumb agrees: keep renting."
+	case !tcoRents && rule.ConsiderBuying && t.BreakEvenMonth*3 <= t.Months*2:
+		return v + " The rule of thumb agrees: consider buying."
+	case rule.ConsiderBuying:
+		return v + " The rule of thumb would consider buying."
+	default:
+		return v + " The rule of thumb, which wants rent above twice the utilisation-adjusted device cost, says keep renting."
 	}
-	return v + " " + ruleSays
 }
 
 // mulMoney returns m × a × b, and false when it does not fit in a Money.

@@ -46,7 +46,6 @@ var skyPilotRequired = []string{"InstanceType", "Price", "Region"}
 func ImportSkyPilot(r io.Reader, provider string) (rows []CatalogRow, skipped []Skip, err error) {
 	cr := csv.NewReader(r)
 	cr.FieldsPerRecord = -1
-	cr.ReuseRecord = false
 	header, err := cr.Read()
 	if err == io.EOF {
 		return nil, nil, suanli.Errorf(suanli.EINVALID, "empty file: a SkyPilot catalog starts with a header line (InstanceType,AcceleratorName,...)")

@@ -178,16 +178,16 @@ func GiBOf(b int64) float64 { return float64(b) / GiB }
 // for an unknown model, a missing parameter count, or a combination that
 // cannot run (training int8/int4 weights without LoRA).
 func EstimateVRAM(w Workload) (*Estimate, error) {
-	e, err := estimate(w)
+	e, a, err := estimate(w)
 	if err != nil {
 		return nil, err
 	}
-	for _, a := range alternatives(e.Workload) {
-		ae, err := estimate(a.w)
+	for _, alt := range alternatives(e.Workload, isTransformer(a.kind)) {
+		ae, _, err := estimate(alt.w)
 		if err != nil {
 			continue
 		}
-		e.Alternatives = append(e.Alternatives, Alternative{Change: a.change, Total: ae.Total, Delta: ae.Total - e.Total})
+		e.Alternatives = append(e.Alternatives, Alternative{Change: alt.change, Total: ae.Total, Delta: ae.Total - e.Total})
 	}
 	return e, nil
 }
@@ -294,14 +294,14 @@ func guessArch(params int64) arch {
 		headDim: hidden / heads, vocab: 32000, flash: true, guessed: true}
 }
 
-func estimate(w Workload) (*Estimate, error) {
+func estimate(w Workload) (*Estimate, arch, error) {
 	w, a, p, err := resolve(w)
 	if err != nil {
-		return nil, err
+		return nil, a, err
 	}
 	e := &Estimate{Workload: w, Params: p, ModelName: a.name}
 	if e.ModelName == "" {
-		e.ModelName = FormatParams(p) + " parameters"
+		e.ModelName = "custom model"
 	}
 	note := func(format string, args ...any) { e.Assumptions = append(e.Assumptions, fmt.Sprintf(format, args...)) }
 	if a.guessed {
@@ -367,8 +367,14 @@ func estimate(w Workload) (*Estimate, error) {
 			} else {
 				e.Activations = round(L * layer)
 			}
-			note("activations per Korthikanti et al. 2022: s·b·h·(34%s) bytes per layer at 16 bits%s, micro-batch %d, sequence %d",
-				map[bool]string{true: "", false: " + 5·a·s/h"}[a.flash], map[bool]string{true: " (doubled for fp32)", false: ""}[w.Dtype == FP32], mb, w.Seq)
+			formula := "s·b·h·34 (memory-efficient attention)"
+			if !a.flash {
+				formula = "s·b·h·(34 + 5·a·s/h)"
+			}
+			if w.Dtype == FP32 {
+				formula += ", doubled for fp32"
+			}
+			note("activations per Korthikanti et al. 2022: %s bytes per layer at 16 bits, micro-batch %d, sequence %d", formula, mb, w.Seq)
 			if a.kind == KindDecoder && a.vocab > 0 {
 				e.Activations += round(b * s * float64(a.vocab) * 4 * 2)
 				note("output logits over a %d-token vocabulary in fp32, with their gradient", a.vocab)
@@ -415,7 +421,7 @@ func estimate(w Workload) (*Estimate, error) {
 	if w.GradAccum > 1 {
 		note("gradient accumulation: %d micro-batches of %d make the batch of %d; only one micro-batch's activations are held", w.GradAccum, mb, w.Batch)
 	}
-	return e, nil
+	return e, a, nil
 }
 
 func round(f float64) int64 { return int64(math.Round(f)) }
@@ -444,9 +450,9 @@ type alt struct {
 }
 
 // alternatives lists the changes worth showing for w: the other side of
-// mixed precision, gradient accumulation, checkpointing, LoRA/QLoRA for
-// training; quantisation for inference.
-func alternatives(w Workload) []alt {
+// mixed precision, gradient accumulation, checkpointing, LoRA/QLoRA (for
+// transformers) for training; quantisation for inference.
+func alternatives(w Workload, transformer bool) []alt {
 	var out []alt
 	with := func(change string, f func(*Workload)) {
 		c := w
@@ -476,7 +482,7 @@ func alternatives(w Workload) []alt {
 	if !w.Checkpointing {
 		with("activation checkpointing", func(c *Workload) { c.Checkpointing = true })
 	}
-	if !w.LoRA {
+	if !w.LoRA && transformer {
 		with("LoRA rank 16 (bf16 base)", func(c *Workload) {
 			c.LoRA, c.LoRARank = true, 16
 			if c.Dtype == FP32 {
@@ -484,10 +490,10 @@ func alternatives(w Workload) []alt {
 			}
 		})
 	}
-	if w.Dtype.Bits() >= 16 {
+	if w.Dtype.Bits() >= 16 && transformer {
 		with("QLoRA (int4 base, LoRA rank 16)", func(c *Workload) { c.LoRA, c.LoRARank, c.Dtype = true, 16, INT4 })
 	}
-	if w.Optimizer != SGD {
+	if w.Optimizer != SGD && !w.LoRA {
 		with("SGD with momentum instead of "+string(w.Optimizer), func(c *Workload) { c.Optimizer = SGD })
 	}
 	return out

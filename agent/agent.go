@@ -88,6 +88,13 @@ type Config struct {
 	// real NVIDIA GPUs); running instances with real GPUs then report their
 	// GPUs' mean utilisation and summed memory use.
 	GPUSampler func(ctx context.Context) ([]GPUSample, error)
+	// SSH, when set, is this machine's SSH endpoint (agent/sshd), reported
+	// with the hardware so that `suanli ssh` can reach it.
+	SSH *suanli.SSHEndpoint
+	// SSHAuthorities, when set, receives the SSH CA keys of every successful
+	// sync reply (none when the control plane has SSH off): the only keys the
+	// SSH endpoint may trust.
+	SSHAuthorities func(keys []string)
 }
 
 // Agent keeps one machine in sync with the control plane. Create it with
@@ -100,9 +107,13 @@ type Agent struct {
 	now  func() time.Time
 	wake chan struct{} // an instance operation finished: look at the status now
 
-	mu    sync.Mutex           // guards insts and every instState in it
+	mu    sync.Mutex           // guards insts, tasks and every state in them
 	insts map[int64]*instState // instances the agent has acted on
-	wg    sync.WaitGroup       // instance workers
+	tasks map[string]*taskState
+	// finalLogs are the log tails of removed instances, sent with the next
+	// syncs until one is acknowledged.
+	finalLogs []suanli.LogChunk
+	wg        sync.WaitGroup // instance workers
 
 	// The rest is owned by the Run goroutine.
 	seq          int64
@@ -153,6 +164,7 @@ func New(cfg Config) (*Agent, error) {
 		log:          cfg.Logger,
 		now:          cfg.Now,
 		wake:         make(chan struct{}, 1),
+		tasks:        map[string]*taskState{},
 		insts:        map[int64]*instState{},
 		heartbeat:    cfg.HeartbeatInterval,
 		ackedReports: map[int64]reportKey{},
@@ -304,6 +316,7 @@ func (a *Agent) buildRequest(ctx context.Context) *suanli.SyncRequest {
 	if !a.synced {
 		hw := a.cfg.Hardware
 		req.Hardware = &hw
+		req.SSH = a.cfg.SSH
 	}
 	// Logs go once the server has said how much of each log it holds
 	// (the first response), so that a restarted agent resends nothing.
@@ -336,7 +349,11 @@ func (a *Agent) buildRequest(ctx context.Context) *suanli.SyncRequest {
 			req.Usage = append(req.Usage, u)
 		}
 	}
-	req.Wait = a.synced && len(req.Logs) == 0 && !a.reportsChanged(reports)
+	req.TaskResults = a.taskResults()
+	a.mu.Lock()
+	req.Logs = append(req.Logs, a.finalLogs...)
+	a.mu.Unlock()
+	req.Wait = a.synced && len(req.Logs) == 0 && !a.reportsChanged(reports) && !a.unsentResults()
 	a.lastReqAt = a.now()
 	return req
 }
@@ -351,6 +368,9 @@ func (a *Agent) handle(ctx context.Context, req *suanli.SyncRequest, resp *suanl
 		a.log.Info("control plane reachable again, fence lifted")
 	}
 	a.version = resp.Version
+	if a.cfg.SSHAuthorities != nil {
+		a.cfg.SSHAuthorities(resp.SSHCAKeys)
+	}
 	if resp.HeartbeatInterval > 0 {
 		a.heartbeat = resp.HeartbeatInterval
 	}
@@ -369,6 +389,14 @@ func (a *Agent) handle(ctx context.Context, req *suanli.SyncRequest, resp *suanl
 			delete(a.ackedLog, id)
 		}
 	}
+	a.markSent(req.TaskResults)
+	a.mu.Lock()
+	a.finalLogs = slices.DeleteFunc(a.finalLogs, func(c suanli.LogChunk) bool {
+		return slices.ContainsFunc(req.Logs, func(d suanli.LogChunk) bool { return d.InstanceID == c.InstanceID && d.Offset == c.Offset })
+	})
+	a.mu.Unlock()
+	a.startTasks(ctx, resp.Tasks)
+	a.reconcileVolumes(ctx, resp.Volumes)
 	a.reconcile(ctx, resp.Instances, req.Instances)
 }
 
@@ -377,7 +405,7 @@ func (a *Agent) handle(ctx context.Context, req *suanli.SyncRequest, resp *suanl
 // once per LogFlush) new log bytes.
 func (a *Agent) news(ctx context.Context) bool {
 	reports := a.reports(ctx)
-	if a.reportsChanged(reports) {
+	if a.reportsChanged(reports) || a.unsentResults() {
 		return true
 	}
 	if !a.synced || a.now().Sub(a.lastReqAt) < a.cfg.LogFlush {

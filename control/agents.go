@@ -56,6 +56,11 @@ func (s *Service) Sync(ctx context.Context, r *suanli.SyncRequest) (*suanli.Sync
 		AgentVersion: r.AgentVersion, Runtime: r.Runtime, Hardware: r.Hardware}); err != nil {
 		return nil, err
 	}
+	if r.SSH != nil {
+		if err := s.Store.SetMachineSSH(ctx, m.ID, *r.SSH, now); err != nil {
+			return nil, err
+		}
+	}
 	changed := m.Status != suanli.MachineOnline || r.Hardware != nil
 	for _, rep := range r.Instances {
 		c, err := s.applyReport(ctx, m.ID, rep, now)
@@ -72,10 +77,13 @@ func (s *Service) Sync(ctx context.Context, r *suanli.SyncRequest) (*suanli.Sync
 	if err := s.Store.RecordUsage(ctx, m.ID, r.Usage, now); err != nil {
 		return nil, err
 	}
+	s.tasks.deliver(m.ID, r.TaskResults)
 	if changed {
 		// GPUs may have been freed (a stop, an exit, a notice that ended):
 		// whoever waits for them may win them now.
-		s.afterChange(ctx, m.ID)
+		if err := s.rebalance(ctx, m.ID); err != nil {
+			s.Logger.Error("rebalance", "machine_id", m.ID, "err", err)
+		}
 		if err := s.refreshOffer(ctx, m.ID); err != nil {
 			return nil, err
 		}
@@ -134,7 +142,14 @@ func (s *Service) applyReport(ctx context.Context, machineID int64, rep suanli.I
 				default:
 					next = suanli.StatusStopped
 				}
+				if in.RestartPending {
+					restartIfPending(in)
+					next, msg = in.Status, in.StatusMessage
+				}
 			case suanli.StatusExited:
+				if in.Status == suanli.StatusExited || in.RestartPending {
+					break // already handled
+				}
 				next, in.Desired = suanli.StatusExited, suanli.DesiredStopped
 				in.WaitingSince = nil
 				if rep.ExitCode != nil {
@@ -144,16 +159,37 @@ func (s *Service) applyReport(ctx context.Context, machineID int64, rep suanli.I
 						msg = fmt.Sprintf("the command exited with code %d", c)
 					}
 				}
+				prev := in.StatusMessage
+				if restartAfterExit(in, in.ExitCode); in.StatusMessage != prev {
+					msg = in.StatusMessage
+				}
 			case suanli.StatusFailed:
+				if in.Status == suanli.StatusFailed || in.RestartPending {
+					break
+				}
 				next, in.Desired = suanli.StatusFailed, suanli.DesiredStopped
 				in.WaitingSince = nil
+				prev := in.StatusMessage
+				if restartAfterExit(in, nil); in.StatusMessage != prev {
+					msg = rep.Message + "; " + in.StatusMessage
+				}
 			}
 		}
 		if in.Status == suanli.StatusDestroyed {
 			return errIgnore
 		}
 		in.Status = next
-		if next != before || rep.Status == suanli.StatusPulling || rep.Status == suanli.StatusFailed {
+		if len(rep.Ports) > 0 {
+			in.PortMap = rep.Ports
+		}
+		if rep.Telemetry != nil && next == suanli.StatusRunning {
+			s.usage.record(in.ID, rep.Telemetry, in.Guards.Effective().IdlePercent, now)
+		}
+		// A report's message replaces ours; a stop keeps the reason it was
+		// asked for ("stopped by budget …"); running clears it.
+		if next == suanli.StatusRunning && next != before {
+			in.StatusMessage = ""
+		} else if msg != "" && (next != before || rep.Status == suanli.StatusPulling || rep.Status == suanli.StatusFailed) {
 			in.StatusMessage = msg
 		}
 		changed = next != before
@@ -161,6 +197,14 @@ func (s *Service) applyReport(ctx context.Context, machineID int64, rep suanli.I
 	})
 	if err == errIgnore || suanli.ErrorCode(err) == suanli.ENOTFOUND {
 		return false, nil
+	}
+	if err == nil && changed {
+		switch rep.Status {
+		case suanli.StatusRunning:
+			err = s.Store.CountHostEvent(ctx, machineID, sqlstore.HostStarted)
+		case suanli.StatusFailed:
+			err = s.Store.CountHostEvent(ctx, machineID, sqlstore.HostFailedStart)
+		}
 	}
 	return changed, err
 }
@@ -210,7 +254,7 @@ func (s *Service) desired(ctx context.Context, machineID int64, r *suanli.SyncRe
 		if err != nil {
 			return nil, err
 		}
-		if v == r.KnownVersion {
+		if v == r.KnownVersion && len(s.tasks.pending(machineID)) == 0 {
 			t := time.NewTimer(s.cfg.HeartbeatInterval)
 			select {
 			case <-wake:
@@ -234,7 +278,15 @@ func (s *Service) desired(ctx context.Context, machineID int64, r *suanli.SyncRe
 		return nil, err
 	}
 	resp := &suanli.SyncResponse{MachineID: machineID, Version: v, HeartbeatInterval: s.cfg.HeartbeatInterval,
-		LostAfter: s.cfg.LostAfter, ServerTime: s.now(), Instances: []suanli.InstanceSpec{}}
+		LostAfter: s.cfg.LostAfter, ServerTime: s.now(), Instances: []suanli.InstanceSpec{}, Tasks: s.tasks.pending(machineID),
+		SSHCAKeys: s.sshCAKeys()}
+	vols, err := s.Store.FindVolumes(ctx, 0, machineID, false, s.now())
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range vols {
+		resp.Volumes = append(resp.Volumes, suanli.VolumeSpec{ID: v.ID, Name: v.Name, SizeGB: v.SizeGB})
+	}
 	resp.LogOffsets, err = s.Store.LogEnds(ctx, machineID)
 	if err != nil {
 		return nil, err
@@ -250,8 +302,19 @@ func (s *Service) desired(ctx context.Context, machineID int64, r *suanli.SyncRe
 	}
 	for _, in := range ins {
 		spec := suanli.InstanceSpec{ID: in.ID, Desired: specDesired(in, m, draining, cpuDraining), Image: in.Image, Cmd: in.Cmd, Env: in.Env,
-			DiskGB: in.DiskGB, GPUIndexes: in.GPUIndexes, Simulated: in.Simulated, CPUCores: in.CPUCores, RAMMB: int64(in.RAMGB * 1024),
-			StopGrace: time.Duration(m.Listing.PreemptGraceS) * time.Second}
+			DiskGB: in.DiskGB, Ports: in.Ports, Volumes: in.Volumes, GPUIndexes: in.GPUIndexes, Simulated: in.Simulated, CPUCores: in.CPUCores,
+			RAMMB: int64(in.RAMGB * 1024), StopGrace: time.Duration(m.Listing.PreemptGraceS) * time.Second}
+		if in.Restarts+in.Moves > 0 {
+			env := make(map[string]string, len(in.Env)+2)
+			for k, v := range in.Env {
+				env[k] = v
+			}
+			env["SUANLI_ATTEMPT"] = fmt.Sprint(in.Restarts + in.Moves + 1)
+			if in.Moves > 0 {
+				env["SUANLI_RECOVERED"] = "1" // relaunched elsewhere: resume from your own checkpoint
+			}
+			spec.Env = env
+		}
 		for _, idx := range in.GPUIndexes {
 			for _, g := range m.Hardware.GPUs {
 				if g.Index == idx {

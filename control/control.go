@@ -3,11 +3,13 @@ package control
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"sync"
 	"time"
 
 	"github.com/suanli/suanli"
 	"github.com/suanli/suanli/auth"
+	"github.com/suanli/suanli/auth/sshca"
 	"github.com/suanli/suanli/market"
 	"github.com/suanli/suanli/sqlstore"
 )
@@ -22,6 +24,13 @@ type Config struct {
 	LostAfter         time.Duration // default 2m
 	FailoverGrace     time.Duration // after a restart, nothing is lost before this; default 5m
 	SettleInterval    time.Duration // default 10s
+	// ZeroBalanceGrace is how long instances keep running once their
+	// account's balance reaches zero; then they are stopped (never
+	// destroyed). Default 10 minutes.
+	ZeroBalanceGrace time.Duration
+	// LowBalanceHours: warn when the balance covers fewer hours than this
+	// at the current burn rate. Default 24.
+	LowBalanceHours int
 	// MarketSampleInterval is how often listed prices and fill are recorded
 	// in the price history; default 5m.
 	MarketSampleInterval time.Duration
@@ -43,6 +52,12 @@ func (c *Config) setDefaults() {
 	if c.SettleInterval <= 0 {
 		c.SettleInterval = 10 * time.Second
 	}
+	if c.ZeroBalanceGrace <= 0 {
+		c.ZeroBalanceGrace = 10 * time.Minute
+	}
+	if c.LowBalanceHours <= 0 {
+		c.LowBalanceHours = 24
+	}
 	if c.MarketSampleInterval <= 0 {
 		c.MarketSampleInterval = 5 * time.Minute
 	}
@@ -55,10 +70,21 @@ type Service struct {
 	Index  *market.Index
 	Logger *slog.Logger
 	Now    func() time.Time
-	cfg    Config
+	// SSHAuthority signs SSH certificates (`suanli ssh`); nil: SSH is off and
+	// SignSSHCertificate answers EUNAVAILABLE. Set it before serving.
+	SSHAuthority *sshca.CA
+	cfg          Config
 
-	started time.Time
-	hub     hub
+	started     time.Time
+	lastObserve time.Time // the last lease check, for reliability accounting
+	hub         hub
+	tasks       taskBoard
+	usage       usageTracker
+	// Client makes webhook deliveries; http.DefaultClient with a timeout by default.
+	Client *http.Client
+	// lowSince remembers since when an account's balance has been at or below zero.
+	lowMu    sync.Mutex
+	lowSince map[int64]time.Time
 }
 
 var (
@@ -68,17 +94,26 @@ var (
 	_ suanli.BillingService  = (*Service)(nil)
 	_ suanli.AgentService    = (*Service)(nil)
 	_ suanli.AccountService  = (*Service)(nil)
+	_ suanli.SSHService      = (*Service)(nil)
 )
 
 // New returns a service over store and rebuilds the offer index from it.
 func New(ctx context.Context, store *sqlstore.DB, cfg Config, logger *slog.Logger) (*Service, error) {
 	cfg.setDefaults()
-	s := &Service{Store: store, Index: market.NewIndex(), Logger: logger, Now: time.Now, cfg: cfg}
+	s := &Service{Store: store, Index: market.NewIndex(), Logger: logger, Now: time.Now, cfg: cfg,
+		Client: &http.Client{Timeout: 10 * time.Second}, lowSince: map[int64]time.Time{}}
 	s.started = s.Now()
 	if err := s.rebuildIndex(ctx); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// SetClock replaces the service's clock (tests, simulations) and restarts
+// the failover grace from the new clock's now.
+func (s *Service) SetClock(now func() time.Time) {
+	s.Now = now
+	s.started = now()
 }
 
 // Config returns the effective configuration.

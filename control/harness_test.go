@@ -55,6 +55,10 @@ func newMarket(tb testing.TB) *market {
 		tb.Fatal(err)
 	}
 	mk.renter = suanli.NewContextWithPrincipal(ctx, &suanli.Principal{AccountID: r.ID, Role: r.Role, Scopes: []string{suanli.ScopeAll}})
+	op := suanli.NewContextWithPrincipal(ctx, &suanli.Principal{AccountID: 999, Role: suanli.RoleOperator, Scopes: []string{suanli.ScopeAll}})
+	if err := svc.SetQuota(op, r.ID, suanli.Quota{GPUs: 1000, Instances: 1000}); err != nil {
+		tb.Fatal(err)
+	}
 	mk.host = suanli.NewContextWithPrincipal(ctx, &suanli.Principal{AccountID: h.ID, Role: h.Role, Scopes: []string{suanli.ScopeAll}})
 	mk.hostID = h.ID
 	return mk

@@ -4,8 +4,10 @@ import (
 	"context"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/sched"
 )
 
 var envKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -16,6 +18,38 @@ const maxPlanAttempts = 3
 func validateCreate(c *suanli.InstanceCreate) error {
 	if c.OfferID <= 0 {
 		return suanli.FieldErrorf("offer_id", "give the id of an offer from `suanli search`")
+	}
+	if c.Template != "" {
+		t, ok := suanli.FindTemplate(c.Template)
+		if !ok {
+			var names []string
+			for _, t := range suanli.Templates {
+				names = append(names, t.Name)
+			}
+			return suanli.FieldErrorf("template", "%q is not a template: use one of %s (suanli templates)", c.Template, strings.Join(names, ", "))
+		}
+		if c.Image == "" {
+			c.Image = t.Image
+		}
+		if c.DiskGB == 0 {
+			c.DiskGB = t.DiskGB
+		}
+		if c.Ports == nil {
+			c.Ports = t.Ports
+		}
+		if c.Cmd == nil {
+			c.Cmd = t.Cmd
+		}
+	}
+	if len(c.Ports) > 32 {
+		return suanli.FieldErrorf("ports", "at most 32 ports")
+	}
+	seen := map[int]bool{}
+	for _, p := range c.Ports {
+		if p < 1 || p > 65535 || seen[p] {
+			return suanli.FieldErrorf("ports", "%d: give distinct TCP ports between 1 and 65535", p)
+		}
+		seen[p] = true
 	}
 	c.Image = strings.TrimSpace(c.Image)
 	if c.Image == "" {
@@ -43,6 +77,23 @@ func validateCreate(c *suanli.InstanceCreate) error {
 	}
 	if len(c.Label) > 200 {
 		return suanli.FieldErrorf("label", "longer than 200 characters")
+	}
+	if len(c.Project) > 100 || strings.ContainsAny(c.Project, ":= ") {
+		return suanli.FieldErrorf("project", "%q: up to 100 characters, no spaces, ':' or '='", c.Project)
+	}
+	for k, v := range c.Tags {
+		if k == "" || len(k) > 64 || len(v) > 256 || strings.ContainsAny(k, "=: ") {
+			return suanli.FieldErrorf("tags", "%q=%q: keys are 1-64 characters without '=', ':' or spaces; values up to 256", k, v)
+		}
+	}
+	if len(c.Tags) > 50 {
+		return suanli.FieldErrorf("tags", "at most 50 tags")
+	}
+	if err := c.Guards.Validate(); err != nil {
+		return err
+	}
+	if err := c.Restart.Validate(); err != nil {
+		return err
 	}
 	switch c.RentalType {
 	case "":
@@ -83,6 +134,9 @@ func (s *Service) ownInstance(ctx context.Context, scope string, id int64) (*sua
 // FindInstanceByID returns one of the caller's instances.
 func (s *Service) FindInstanceByID(ctx context.Context, id int64) (*suanli.Instance, error) {
 	_, in, err := s.ownInstance(ctx, suanli.ScopeInstanceRead, id)
+	if err == nil {
+		s.decorate(in)
+	}
 	return in, err
 }
 
@@ -93,13 +147,15 @@ func (s *Service) FindInstances(ctx context.Context, f suanli.InstanceFilter) ([
 		return nil, 0, err
 	}
 	f.AccountID = &p.AccountID
-	return s.Store.FindInstances(ctx, f, s.now())
+	ins, n, err := s.Store.FindInstances(ctx, f, s.now())
+	s.decorate(ins...)
+	return ins, n, err
 }
 
 // StopInstance asks the agent to stop the workload; compute billing ends
 // now. A preempted or queued instance stops waiting for GPUs.
 func (s *Service) StopInstance(ctx context.Context, id int64) (*suanli.Instance, error) {
-	out, err := s.changeInstance(ctx, id, func(in *suanli.Instance) error {
+	return s.changeInstance(ctx, id, func(in *suanli.Instance) error {
 		in.WaitingSince = nil
 		switch in.Status {
 		case suanli.StatusDestroyed:
@@ -119,26 +175,16 @@ func (s *Service) StopInstance(ctx context.Context, id int64) (*suanli.Instance,
 		in.Status, in.StatusMessage = suanli.StatusStopping, "stop requested"
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	s.afterChange(ctx, out.MachineID)
-	return out, nil
 }
 
 // DestroyInstance ends the rental: all billing stops now; the agent removes
 // the workload and its data. Its GPUs go to whoever waits for them.
 func (s *Service) DestroyInstance(ctx context.Context, id int64) (*suanli.Instance, error) {
-	out, err := s.changeInstance(ctx, id, func(in *suanli.Instance) error {
+	return s.changeInstance(ctx, id, func(in *suanli.Instance) error {
 		in.Desired, in.WaitingSince = suanli.DesiredDestroyed, nil
 		in.Status, in.StatusMessage = suanli.StatusDestroyed, "destroyed by the renter"
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	s.afterChange(ctx, out.MachineID)
-	return s.Store.FindInstanceByID(ctx, id, s.now())
 }
 
 func (s *Service) changeInstance(ctx context.Context, id int64, fn func(*suanli.Instance) error) (*suanli.Instance, error) {
@@ -151,12 +197,13 @@ func (s *Service) changeInstance(ctx context.Context, id int64, fn func(*suanli.
 	if err != nil {
 		return nil, err
 	}
-	s.hub.wake(out.MachineID)
-	if err := s.refreshOffer(ctx, out.MachineID); err != nil {
-		s.Logger.Error("refresh offer", "machine_id", out.MachineID, "err", err)
-	}
+	s.afterChange(ctx, out.MachineID)
 	s.Logger.Info("instance changed", "instance_id", id, "status", out.Status, "desired", out.Desired)
-	return s.Store.FindInstanceByID(ctx, id, now)
+	in, err = s.Store.FindInstanceByID(ctx, id, now)
+	if err == nil {
+		s.decorate(in)
+	}
+	return in, err
 }
 
 // InstanceLogs returns up to 256 KiB of an instance's log from offset.
@@ -171,4 +218,34 @@ func (s *Service) InstanceLogs(ctx context.Context, id int64, offset int64) (*su
 	}
 	c.Done = in.Status == suanli.StatusDestroyed
 	return c, nil
+}
+
+// PreflightWait bounds how long a create waits for the host's pre-flight check.
+const PreflightWait = time.Minute
+
+// preflight checks, before anything is reserved or billed, that the host
+// can run the request: for the process runtime that a command was given;
+// for the Docker runtime the agent checks the image (architecture, present
+// or pullable, credentials), disk and ports, and its answer is the error.
+func (s *Service) preflight(ctx context.Context, m *suanli.Machine, c suanli.InstanceCreate, plan *sched.Plan) error {
+	switch m.Runtime {
+	case "process":
+		if len(c.Cmd) == 0 {
+			return suanli.FieldErrorf("cmd", "machine %d runs instances as processes (no container runtime): pass the command after -- (suanli create %d --image IMAGE -- CMD ARGS…)", m.ID, m.ID)
+		}
+		return nil
+	case "docker":
+	default:
+		return nil
+	}
+	spec := suanli.InstanceSpec{Desired: suanli.DesiredRunning, Image: c.Image, Cmd: c.Cmd, Env: c.Env, DiskGB: c.DiskGB, Ports: c.Ports, Volumes: c.Volumes,
+		GPUIndexes: plan.GPUIndexes, GPUUUIDs: plan.GPUUUIDs, Simulated: m.Simulated, CPUCores: plan.CPUCores, RAMMB: plan.RAMMB}
+	r, err := s.runTask(ctx, m.ID, suanli.AgentTask{Kind: suanli.TaskPreflight, Spec: &spec, Timeout: PreflightWait}, PreflightWait+10*time.Second)
+	if err != nil {
+		return err
+	}
+	if r.Error != "" {
+		return suanli.Errorf(suanli.EINVALID, "pre-flight on machine %d: %s (nothing was reserved or billed)", m.ID, r.Error)
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/sqlstore"
 )
 
 // Run runs the control plane's loops until ctx ends: settling meters into
@@ -40,6 +41,18 @@ func (s *Service) Run(ctx context.Context) error {
 			if err := s.CheckLeases(ctx); err != nil {
 				s.Logger.Error("check leases", "err", err)
 			}
+			if err := s.CheckGuards(ctx); err != nil {
+				s.Logger.Error("check guards", "err", err)
+			}
+			if err := s.CheckRecoveries(ctx); err != nil {
+				s.Logger.Error("check recoveries", "err", err)
+			}
+			if err := s.CheckBudgets(ctx); err != nil {
+				s.Logger.Error("check budgets", "err", err)
+			}
+			if _, err := s.Store.PurgeIdempotent(ctx, s.now().Add(-48*time.Hour)); err != nil {
+				s.Logger.Error("purge idempotency keys", "err", err)
+			}
 		}
 	}
 }
@@ -54,6 +67,24 @@ func (s *Service) CheckLeases(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Reliability: count the time since the last check as observed, and as
+	// online for machines that are online now.
+	if !s.lastObserve.IsZero() && now.After(s.lastObserve) {
+		online := map[int64]bool{}
+		for _, m := range ms {
+			online[m.ID] = m.Status == suanli.MachineOnline && now.Sub(m.LastHeartbeat) <= s.cfg.SuspectAfter
+		}
+		changed, err := s.Store.ObserveHosts(ctx, online, now.Sub(s.lastObserve))
+		if err != nil {
+			return err
+		}
+		for _, id := range changed {
+			if err := s.refreshOffer(ctx, id); err != nil {
+				return err
+			}
+		}
+	}
+	s.lastObserve = now
 	for _, m := range ms {
 		silent := now.Sub(m.LastHeartbeat)
 		next := m.Status
@@ -99,6 +130,9 @@ func (s *Service) loseInstances(ctx context.Context, m *suanli.Machine) error {
 			return nil
 		})
 		if err != nil {
+			return err
+		}
+		if err := s.Store.CountHostEvent(ctx, m.ID, sqlstore.HostLost); err != nil {
 			return err
 		}
 	}

@@ -24,6 +24,9 @@ func (s *Service) rebalance(ctx context.Context, machineID int64) error {
 			return err
 		}
 		h := snap.Hosts[0]
+		if h.Status != suanli.MachineOnline {
+			return nil // a silent host's instances are lost, not rearranged; it is arbitrated when it is back
+		}
 		d := sched.Arbitrate(h)
 		if d.Empty() {
 			return nil
@@ -51,18 +54,9 @@ func (s *Service) rebalance(ctx context.Context, machineID int64) error {
 			return err
 		}
 		s.Logger.Info("machine rebalanced", "machine_id", machineID, "preempted", pids, "resumed", rids)
-		s.hub.wake(machineID)
-		return s.refreshOffer(ctx, machineID)
+		return nil
 	}
 	return lastErr
-}
-
-// afterChange rebalances a machine after a change and logs a failure: the
-// change itself stands, and the next change or sync arbitrates again.
-func (s *Service) afterChange(ctx context.Context, machineID int64) {
-	if err := s.rebalance(ctx, machineID); err != nil {
-		s.Logger.Error("rebalance", "machine_id", machineID, "err", err)
-	}
 }
 
 // StartInstance starts a stopped instance on its machine, with whichever
@@ -78,7 +72,7 @@ func (s *Service) StartInstance(ctx context.Context, id int64) (*suanli.Instance
 // itself when it wins GPUs), or RecreateInstance elsewhere. An on-demand
 // start preempts interruptible rentals like a new on-demand rental would.
 func (s *Service) StartInstanceWith(ctx context.Context, id int64, opt suanli.StartOptions) (*suanli.Instance, error) {
-	_, in, err := s.ownInstance(ctx, suanli.ScopeInstanceWrite, id)
+	p, in, err := s.ownInstance(ctx, suanli.ScopeInstanceWrite, id)
 	if err != nil {
 		return nil, err
 	}
@@ -100,6 +94,12 @@ func (s *Service) StartInstanceWith(ctx context.Context, id int64, opt suanli.St
 		in.Status == suanli.StatusPreempted, in.Status == suanli.StatusPreempting:
 	default:
 		return in, nil // already running or on its way
+	}
+	if err := s.checkBudgetsForCreate(ctx, in.AccountID, in.Project, in.Tags); err != nil {
+		return nil, err
+	}
+	if err := s.checkQuota(ctx, p, in.GPUCount, in.ID); err != nil {
+		return nil, err
 	}
 	now := s.now()
 	if in.Status != suanli.StatusPreempting {
@@ -126,7 +126,7 @@ func (s *Service) StartInstanceWith(ctx context.Context, id int64, opt suanli.St
 				id, takenBy(h, &c), id, id)
 		}
 	}
-	out, err := s.changeInstance(ctx, id, func(in *suanli.Instance) error {
+	return s.changeInstance(ctx, id, func(in *suanli.Instance) error {
 		if in.Status == suanli.StatusDestroyed {
 			return suanli.Errorf(suanli.ECONFLICT, "instance %d is destroyed", id)
 		}
@@ -139,11 +139,6 @@ func (s *Service) StartInstanceWith(ctx context.Context, id int64, opt suanli.St
 		in.StatusMessage = "start queued: it starts by itself when it wins GPUs on machine " + fmt.Sprint(in.MachineID)
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	s.afterChange(ctx, out.MachineID)
-	return s.Store.FindInstanceByID(ctx, id, s.now())
 }
 
 // takenBy says who holds the units a waiting claim cannot have.
@@ -235,7 +230,8 @@ func (s *Service) RecreateInstance(ctx context.Context, id int64, r suanli.Recre
 	}
 	q = strings.TrimSpace(q + fmt.Sprintf(" machine_id!=%d", old.MachineID))
 	c := suanli.InstanceCreate{Image: old.Image, Cmd: old.Cmd, Env: old.Env, DiskGB: old.DiskGB, GPUCount: old.GPUCount,
-		Label: old.Label, RentalType: old.RentalType}
+		Label: old.Label, RentalType: old.RentalType, Project: old.Project, Tags: old.Tags, Guards: old.Guards, Restart: old.Restart,
+		Ports: old.Ports, Template: old.Template}
 	if !m.IsGPU() {
 		c.CPUCores = old.CPUCores
 	}
@@ -268,8 +264,9 @@ func diskNote(m *suanli.Machine, old, in *suanli.Instance) string {
 	}
 	return fmt.Sprintf("instance %d's disk is %s on machine %d (the %s runtime keeps each disk on its host); it cannot follow to machine %d, "+
 		"so instance %d starts with a fresh %d GB disk and the same image, command and environment. Instance %d keeps its disk "+
-		"(billed while it exists): start it again when its GPUs free up (`suanli start %d --wait`) to copy what you need, then destroy it",
-		old.ID, where, m.ID, orDefault(m.Runtime, "process"), in.MachineID, in.ID, in.DiskGB, old.ID, old.ID)
+		"(billed while it exists), and so do its volumes (they stay attached to machine %d): start it again when its GPUs free up "+
+		"(`suanli start %d --wait`) to copy what you need, then destroy it",
+		old.ID, where, m.ID, orDefault(m.Runtime, "process"), in.MachineID, in.ID, in.DiskGB, old.ID, m.ID, old.ID)
 }
 
 func orDefault(s, d string) string {

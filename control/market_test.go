@@ -254,7 +254,7 @@ func TestFleetsAndQueries(t *testing.T) {
 	mk := newMarket(t)
 	cheap := mk.machine(2, 400_000, 100_000, 30)
 	dear := mk.machine(2, 600_000, 100_000, 30)
-	fc := suanli.FleetCreate{InstanceCreate: suanli.InstanceCreate{Image: "img"}, Query: "gpu_name=RTX_4090 num_gpus=1", Count: 3}
+	fc := suanli.FleetCreate{InstanceCreate: suanli.InstanceCreate{Image: "img", Cmd: []string{"train"}}, Query: "gpu_name=RTX_4090 num_gpus=1", Count: 3}
 	res, err := mk.svc.CreateFleet(mk.renter, fc)
 	if err != nil {
 		t.Fatal(err)
@@ -289,13 +289,13 @@ func TestFleetsAndQueries(t *testing.T) {
 		t.Errorf("partial: %q, rejections %+v", res.Message, res.Rejections)
 	}
 	// A maximum price below every offer: each offer says why.
-	_, err = mk.svc.CreateFleet(mk.renter, suanli.FleetCreate{InstanceCreate: suanli.InstanceCreate{Image: "img"},
+	_, err = mk.svc.CreateFleet(mk.renter, suanli.FleetCreate{InstanceCreate: suanli.InstanceCreate{Image: "img", Cmd: []string{"train"}},
 		Query: "gpu_name=RTX_4090", MaxPrice: 100_000})
 	if suanli.ErrorCode(err) != suanli.ECONFLICT || !strings.Contains(err.Error(), "above your maximum of $0.10/h") {
 		t.Errorf("max price: %v", err)
 	}
 	// A query no offer matches.
-	_, err = mk.svc.CreateFleet(mk.renter, suanli.FleetCreate{InstanceCreate: suanli.InstanceCreate{Image: "img"}, Query: "gpu_name=H100"})
+	_, err = mk.svc.CreateFleet(mk.renter, suanli.FleetCreate{InstanceCreate: suanli.InstanceCreate{Image: "img", Cmd: []string{"train"}}, Query: "gpu_name=H100"})
 	if suanli.ErrorCode(err) != suanli.ECONFLICT || !strings.Contains(err.Error(), "no listed offer matches") {
 		t.Errorf("no match: %v", err)
 	}
@@ -306,7 +306,7 @@ func TestQueryPreemptsBids(t *testing.T) {
 	m := mk.machine(1, 400_000, 100_000, 5)
 	low := mk.mustCreate(m, 1, 150_000)
 	mk.advance(time.Second)
-	res, err := mk.svc.CreateFleet(mk.renter, suanli.FleetCreate{InstanceCreate: suanli.InstanceCreate{Image: "img"}, Query: "gpu_name=RTX_4090"})
+	res, err := mk.svc.CreateFleet(mk.renter, suanli.FleetCreate{InstanceCreate: suanli.InstanceCreate{Image: "img", Cmd: []string{"train"}}, Query: "gpu_name=RTX_4090"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +316,7 @@ func TestQueryPreemptsBids(t *testing.T) {
 	mk.wantStatus(low.ID, suanli.StatusPreempting)
 	// A bid below the running one finds nothing to take.
 	bid := suanli.Money(120_000)
-	_, err = mk.svc.CreateFleet(mk.renter, suanli.FleetCreate{InstanceCreate: suanli.InstanceCreate{Image: "img", Bid: &bid}, Query: "gpu_name=RTX_4090"})
+	_, err = mk.svc.CreateFleet(mk.renter, suanli.FleetCreate{InstanceCreate: suanli.InstanceCreate{Image: "img", Cmd: []string{"train"}, Bid: &bid}, Query: "gpu_name=RTX_4090"})
 	if suanli.ErrorCode(err) != suanli.ECONFLICT || !strings.Contains(err.Error(), "held by on-demand rentals or bids at or above yours") {
 		t.Errorf("low bid query: %v", err)
 	}

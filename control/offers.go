@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/advisor"
 	"github.com/suanli/suanli/market"
 	"github.com/suanli/suanli/sched"
 )
@@ -91,6 +92,7 @@ func offerFor(m *suanli.Machine, u sched.Usage, now time.Time) *suanli.Offer {
 	}
 	o.DPHTotal = o.DPHBase + suanli.MulDiv(l.PriceDisk, suanli.DefaultStorageGB*suanli.MicrosPerHour, suanli.MicrosPerMonth)
 	o.Rentable = l.Listed && m.Status == suanli.MachineOnline && free > 0 && (l.EndDate == nil || l.EndDate.After(now))
+	advisor.Annotate(o, advisor.Location{}) // carbon intensity and green, from the host's country
 	return o
 }
 

@@ -141,16 +141,24 @@ func (s *Service) request(ctx context.Context, p *suanli.Principal, fc *suanli.F
 
 // snapshot reads the hosts the scheduler plans over.
 func (s *Service) snapshot(ctx context.Context, ids []int64) (*sched.Snapshot, error) {
+	snap, _, err := s.snapshotMachines(ctx, ids)
+	return snap, err
+}
+
+// snapshotMachines is snapshot with the machines it was built from, by id.
+func (s *Service) snapshotMachines(ctx context.Context, ids []int64) (*sched.Snapshot, map[int64]*suanli.Machine, error) {
 	ms, live, err := s.Store.Snapshot(ctx, ids)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	now := s.now()
 	snap := &sched.Snapshot{}
+	byID := make(map[int64]*suanli.Machine, len(ms))
 	for _, m := range ms {
 		snap.Hosts = append(snap.Hosts, hostOf(m, live, now))
+		byID[m.ID] = m
 	}
-	return snap, nil
+	return snap, byID, nil
 }
 
 // hostOf builds a machine's scheduler host; a wait's start orders the
@@ -174,9 +182,21 @@ func (s *Service) place(ctx context.Context, p *suanli.Principal, fc suanli.Flee
 	if err != nil {
 		return nil, err
 	}
+	if len(fc.Volumes) > 0 && fc.OfferID == 0 {
+		return nil, suanli.FieldErrorf("volumes", "a volume lives on one machine: name its offer instead of a query")
+	}
+	if err := s.checkBudgetsForCreate(ctx, p.AccountID, fc.Project, fc.Tags); err != nil {
+		return nil, err
+	}
+	if fc.GPUCount > 0 {
+		// The quota is known before planning: say so before any capacity talk.
+		if err := s.checkQuotaN(ctx, p, fc.GPUCount*req.Count, req.Count, 0); err != nil {
+			return nil, err
+		}
+	}
 	var lastErr error
 	for attempt := 0; attempt < maxPlanAttempts; attempt++ {
-		snap, err := s.snapshot(ctx, ids)
+		snap, machines, err := s.snapshotMachines(ctx, ids)
 		if err != nil {
 			return nil, err
 		}
@@ -186,6 +206,9 @@ func (s *Service) place(ctx context.Context, p *suanli.Principal, fc suanli.Flee
 		res := sched.Schedule(snap, req)
 		if len(res.Placements) == 0 {
 			return nil, s.unplacedError(fc, snap, res)
+		}
+		if err := s.admit(ctx, p, fc, machines, res); err != nil {
+			return nil, err
 		}
 		byID := map[int64]*sched.Host{}
 		for _, h := range snap.Hosts {
@@ -207,11 +230,40 @@ func (s *Service) place(ctx context.Context, p *suanli.Principal, fc suanli.Flee
 	return nil, lastErr
 }
 
+// admit runs the checks a plan must pass before anything is written: the
+// account's quota for all its instances, the volume mounts on their
+// machine, and each machine's pre-flight (once per machine).
+func (s *Service) admit(ctx context.Context, p *suanli.Principal, fc suanli.FleetCreate, machines map[int64]*suanli.Machine, res *sched.Result) error {
+	gpus := 0
+	for _, pl := range res.Placements {
+		gpus += len(pl.GPUIndexes)
+	}
+	if err := s.checkQuotaN(ctx, p, gpus, len(res.Placements), 0); err != nil {
+		return err
+	}
+	checked := map[int64]bool{}
+	for _, pl := range res.Placements {
+		if checked[pl.HostID] {
+			continue
+		}
+		checked[pl.HostID] = true
+		if err := s.resolveMounts(ctx, p, pl.HostID, fc.Volumes); err != nil {
+			return err
+		}
+		plan := &sched.Plan{GPUIndexes: pl.GPUIndexes, GPUUUIDs: pl.GPUUUIDs, CPUCores: pl.CPUCores, RAMMB: pl.RAMMB, Rates: pl.Rates, HourlyCost: pl.HourlyCost}
+		if err := s.preflight(ctx, machines[pl.HostID], fc.InstanceCreate, plan); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // storePlacement turns a scheduler placement into the instance to write.
 func (s *Service) storePlacement(p *suanli.Principal, fc suanli.FleetCreate, req sched.Request, h *sched.Host, pl sched.Placement) sqlstore.Placement {
 	c := fc.InstanceCreate
 	in := &suanli.Instance{
 		AccountID: p.AccountID, MachineID: h.ID, HostID: h.OwnerID, Label: c.Label, Image: c.Image, Cmd: c.Cmd, Env: c.Env,
+		Project: c.Project, Tags: c.Tags, Guards: c.Guards, Restart: c.Restart, Ports: c.Ports, Template: c.Template, Volumes: c.Volumes,
 		DiskGB: c.DiskGB, GPUCount: len(pl.GPUIndexes), GPUIndexes: pl.GPUIndexes, CPUCores: pl.CPUCores,
 		RentalType: c.RentalType, Bid: req.Bid, Rates: pl.Rates, Simulated: h.Simulated,
 		Status: suanli.StatusPending, Desired: suanli.DesiredRunning, StatusMessage: "waiting for the host agent",
@@ -251,6 +303,7 @@ func (s *Service) placed(ctx context.Context, p *suanli.Principal, fc suanli.Fle
 		if err != nil {
 			return nil, err
 		}
+		s.decorate(full)
 		out.Instances = append(out.Instances, full)
 	}
 	for id := range machines {

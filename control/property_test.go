@@ -50,7 +50,7 @@ func propertyMarket(t *testing.T, seed uint64) {
 	for step := 0; step < 70; step++ {
 		switch op := rng.IntN(20); {
 		case op < 8:
-			c := suanli.InstanceCreate{Image: "img", GPUCount: 1 + rng.IntN(2)}
+			c := suanli.InstanceCreate{Image: "img", Cmd: []string{"train"}, GPUCount: 1 + rng.IntN(2)}
 			if rng.IntN(3) > 0 {
 				b := bid() * suanli.Money(c.GPUCount)
 				c.Bid = &b

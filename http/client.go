@@ -3,6 +3,8 @@ package http
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/control"
 )
 
 // Client speaks the API for the CLI and the agent. It implements the
@@ -47,6 +50,14 @@ func NewClient(baseURL, apiKey string) *Client {
 	}
 }
 
+type idemKey struct{}
+
+// WithIdempotencyKey returns ctx that makes the client send key as the
+// Idempotency-Key header, so that retrying the request never repeats it.
+func WithIdempotencyKey(ctx context.Context, key string) context.Context {
+	return context.WithValue(ctx, idemKey{}, key)
+}
+
 func (c *Client) do(ctx context.Context, hc *http.Client, method, path string, body, out any) error {
 	var rd io.Reader
 	if body != nil {
@@ -65,6 +76,9 @@ func (c *Client) do(ctx context.Context, hc *http.Client, method, path string, b
 	}
 	if c.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.APIKey)
+	}
+	if k, ok := ctx.Value(idemKey{}).(string); ok && k != "" {
+		req.Header.Set("Idempotency-Key", k)
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
@@ -123,10 +137,24 @@ func (c *Client) FindOfferByID(ctx context.Context, id int64) (*suanli.Offer, er
 	return &o, c.get(ctx, "/v1/offers/"+strconv.FormatInt(id, 10), &o)
 }
 
-// CreateInstance rents.
+// CreateInstance rents. It sends an idempotency key (the caller's, or a
+// fresh one) and retries twice when the server cannot be reached, so a
+// network failure never rents twice.
 func (c *Client) CreateInstance(ctx context.Context, cr suanli.InstanceCreate) (*suanli.Instance, error) {
+	if k, _ := ctx.Value(idemKey{}).(string); k == "" {
+		b := make([]byte, 16)
+		rand.Read(b)
+		ctx = WithIdempotencyKey(ctx, "create-"+hex.EncodeToString(b))
+	}
 	var in suanli.Instance
-	return &in, c.do(ctx, c.HTTP, http.MethodPost, "/v1/instances", cr, &in)
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		if err = c.do(ctx, c.HTTP, http.MethodPost, "/v1/instances", cr, &in); suanli.ErrorCode(err) != suanli.EUNAVAILABLE {
+			break
+		}
+		time.Sleep(time.Duration(attempt+1) * 500 * time.Millisecond)
+	}
+	return &in, err
 }
 
 // FindInstanceByID returns one instance.
@@ -256,4 +284,15 @@ func (c *Client) Join(ctx context.Context, r suanli.JoinRequest) (*suanli.JoinRe
 func (c *Client) Sync(ctx context.Context, r *suanli.SyncRequest) (*suanli.SyncResponse, error) {
 	var s suanli.SyncResponse
 	return &s, c.do(ctx, c.Long, http.MethodPost, "/v1/agent/sync", r, &s)
+}
+
+// SetQuota overrides an account's quota (operators).
+func (c *Client) SetQuota(ctx context.Context, accountID int64, q suanli.Quota) error {
+	return c.do(ctx, c.HTTP, http.MethodPut, "/v1/admin/quota", QuotaRequest{AccountID: accountID, GPUs: q.GPUs, Instances: q.Instances}, nil)
+}
+
+// Exec runs a command in an instance.
+func (c *Client) Exec(ctx context.Context, id int64, cmd []string, timeout time.Duration) (*control.ExecResult, error) {
+	var r control.ExecResult
+	return &r, c.do(ctx, c.Long, http.MethodPost, fmt.Sprintf("/v1/instances/%d/exec", id), ExecRequest{Cmd: cmd, TimeoutSeconds: int64(timeout / time.Second)}, &r)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/control"
 )
 
 // apiOp describes one operation for the OpenAPI document.
@@ -27,6 +28,7 @@ var apiOps = []apiOp{
 	{"POST", "/v1/instances/{id}/start", "Start a stopped instance on its machine; {\"wait\": true} queues the start when its GPUs are taken.", suanli.StartOptions{}, suanli.Instance{}},
 	{"DELETE", "/v1/instances/{id}", "Destroy: end the rental; all billing stops.", nil, suanli.Instance{}},
 	{"GET", "/v1/instances/{id}/logs", "The instance's log from offset.", nil, suanli.LogChunk{}},
+	{"POST", "/v1/instances/{id}/exec", "Run a command in a running instance; its exit code and output.", ExecRequest{}, control.ExecResult{}},
 	{"GET", "/v1/instances/{id}/events", "The instance's status changes.", nil, nil},
 	{"GET", "/v1/machines", "The caller's machines.", nil, MachineList{}},
 	{"GET", "/v1/machines/{id}", "One machine.", nil, suanli.Machine{}},
@@ -35,7 +37,20 @@ var apiOps = []apiOp{
 	{"POST", "/v1/join-tokens", "A one-time token for `suanli agent --join-token`.", nil, suanli.JoinToken{}},
 	{"GET", "/v1/billing/balance", "Balance, earnings, spend and burn rate.", nil, suanli.Balance{}},
 	{"GET", "/v1/billing/charges", "Itemized charges with totals (instance_id to filter).", nil, suanli.ChargeSummary{}},
+	{"PUT", "/v1/admin/quota", "Override an account's quota (operators; 0 = default).", QuotaRequest{}, QuotaRequest{}},
 	{"POST", "/v1/admin/credit", "Grant credit (operators).", CreditRequest{}, suanli.Balance{}},
+	{"POST", "/v1/quotes", "Itemized quote and pre-flight checks for a rental, reserving nothing.", suanli.QuoteRequest{}, suanli.Quote{}},
+	{"POST", "/v1/volumes", "Create a volume on a machine (billed per GB-month until deleted).", suanli.VolumeCreate{}, suanli.Volume{}},
+	{"GET", "/v1/volumes", "The caller's volumes with cost so far (all=true for deleted ones).", nil, VolumeList{}},
+	{"DELETE", "/v1/volumes/{name}", "Delete a volume: billing stops, the host wipes it.", nil, suanli.Volume{}},
+	{"GET", "/v1/budgets", "The caller's budgets with spend, percent and forecast.", nil, BudgetList{}},
+	{"PUT", "/v1/budgets/{name}", "Create or replace a budget.", suanli.Budget{}, suanli.Budget{}},
+	{"DELETE", "/v1/budgets/{name}", "Delete a budget.", nil, nil},
+	{"GET", "/v1/alerts", "Budget, low-balance and guard alerts, newest first.", nil, AlertList{}},
+	{"GET", "/v1/billing/invoices/{month}", "The month's invoice (format=csv for CSV).", nil, suanli.Invoice{}},
+	{"GET", "/v1/billing/report", "Spend grouped by project, tag:KEY, team, service, day or instance (by, since).", nil, suanli.CostReport{}},
+	{"GET", "/v1/host/earnings", "Provider earnings by machine (since).", nil, suanli.Earnings{}},
+	{"POST", "/v1/host/payouts", "Pay out earnings.", PayoutRequest{}, suanli.Earnings{}},
 	{"POST", "/v1/agent/join", "Register a machine with a join token.", suanli.JoinRequest{}, suanli.JoinResponse{}},
 	{"POST", "/v1/agent/sync", "Agent heartbeat and state; long poll for desired state.", suanli.SyncRequest{}, suanli.SyncResponse{}},
 }
@@ -57,8 +72,14 @@ func OpenAPI() map[string]any {
 		if op.Body != nil {
 			o["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": schemaRef(reflect.TypeOf(op.Body), schemas)}}}
 		}
-		if strings.Contains(op.Path, "{id}") {
-			o["parameters"] = []any{map[string]any{"name": "id", "in": "path", "required": true, "schema": map[string]any{"type": "integer"}}}
+		for _, name := range []string{"id", "name", "month"} {
+			if strings.Contains(op.Path, "{"+name+"}") {
+				typ := "string"
+				if name == "id" {
+					typ = "integer"
+				}
+				o["parameters"] = []any{map[string]any{"name": name, "in": "path", "required": true, "schema": map[string]any{"type": typ}}}
+			}
 		}
 		if paths[op.Path] == nil {
 			paths[op.Path] = map[string]any{}

@@ -116,6 +116,21 @@ func (s *Server) registerInstanceRoutes() {
 		}
 		return writeJSON(w, 200, c)
 	})
+	s.route("POST /v1/instances/{id}/exec", false, func(w http.ResponseWriter, r *http.Request) error {
+		id, err := pathID(r, "id")
+		if err != nil {
+			return err
+		}
+		var req ExecRequest
+		if err := decode(r, &req); err != nil {
+			return err
+		}
+		res, err := s.Service.Exec(r.Context(), id, req.Cmd, time.Duration(req.TimeoutSeconds)*time.Second)
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, 200, res)
+	})
 	s.route("GET /v1/instances/{id}/events", false, func(w http.ResponseWriter, r *http.Request) error {
 		id, err := pathID(r, "id")
 		if err != nil {
@@ -144,6 +159,12 @@ func (s *Server) instanceAction(fn func(ctx context.Context, id int64) (*suanli.
 		}
 		return writeJSON(w, status, in)
 	}
+}
+
+// ExecRequest is the body of POST /v1/instances/{id}/exec.
+type ExecRequest struct {
+	Cmd            []string `json:"cmd"`
+	TimeoutSeconds int64    `json:"timeout_seconds,omitempty"`
 }
 
 // MachineList is the reply of GET /v1/machines.
@@ -217,6 +238,13 @@ func (s *Server) registerMachineRoutes() {
 	})
 }
 
+// QuotaRequest is the body of PUT /v1/admin/quota.
+type QuotaRequest struct {
+	AccountID int64 `json:"account_id"`
+	GPUs      int   `json:"gpus"`
+	Instances int   `json:"instances"`
+}
+
 // CreditRequest is the body of POST /v1/admin/credit.
 type CreditRequest struct {
 	AccountID int64        `json:"account_id"`
@@ -252,6 +280,19 @@ func (s *Server) registerBillingRoutes() {
 		}
 		return writeJSON(w, 200, sum)
 	})
+	s.route("PUT /v1/admin/quota", false, func(w http.ResponseWriter, r *http.Request) error {
+		var q QuotaRequest
+		if err := decode(r, &q); err != nil {
+			return err
+		}
+		if q.AccountID <= 0 {
+			return suanli.FieldErrorf("account_id", "give the account's id")
+		}
+		if err := s.Service.SetQuota(r.Context(), q.AccountID, suanli.Quota{GPUs: q.GPUs, Instances: q.Instances}); err != nil {
+			return err
+		}
+		return writeJSON(w, 200, q)
+	})
 	s.route("POST /v1/admin/credit", false, func(w http.ResponseWriter, r *http.Request) error {
 		var c CreditRequest
 		if err := decode(r, &c); err != nil {
@@ -284,6 +325,9 @@ func (s *Server) registerAgentRoutes() {
 		var req suanli.SyncRequest
 		if err := decode(r, &req); err != nil {
 			return err
+		}
+		if req.SSH != nil && req.SSH.Host == "" {
+			req.SSH.Host = clientIP(r) // the agent advertises no address: use the one it syncs from
 		}
 		resp, err := s.Service.Sync(r.Context(), &req)
 		if err != nil {

@@ -29,6 +29,7 @@ type Server struct {
 	Extra func(mux *http.ServeMux)
 
 	mux     *http.ServeMux
+	keys    keyLocks
 	reg     *prometheus.Registry
 	latency *prometheus.HistogramVec
 }
@@ -52,6 +53,8 @@ func NewServer(svc *control.Service, logger *slog.Logger) *Server {
 	s.registerMachineRoutes()
 	s.registerBillingRoutes()
 	s.registerAgentRoutes()
+	s.registerSSHRoutes()
+	s.registerCostRoutes()
 	s.registerMarketRoutes()
 	return s
 }
@@ -67,9 +70,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
+// Health is the reply of GET /healthz. Time lets agents and `suanli doctor`
+// measure clock skew.
+type Health struct {
+	Status string    `json:"status"`
+	Time   time.Time `json:"time"`
+}
+
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	io.WriteString(w, `{"status":"ok"}`)
+	writeJSON(w, 200, Health{Status: "ok", Time: s.Service.Now().UTC()})
 }
 
 // route wraps an API handler: request id, authentication, latency metric,
@@ -82,7 +91,7 @@ func (s *Server) route(pattern string, public bool, h func(w http.ResponseWriter
 		rw := &statusWriter{ResponseWriter: w, status: 200}
 		r, err := s.authenticate(r, public)
 		if err == nil {
-			err = h(rw, r)
+			err = s.idempotent(rw, r, h)
 		}
 		if err != nil {
 			s.writeError(rw, r, rid, err)

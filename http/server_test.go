@@ -58,6 +58,9 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	e.renterID, e.otherID = r.ID, o.ID
+	if err := db.SetAccountQuota(ctx, r.ID, suanli.Quota{GPUs: 8, Instances: 8}); err != nil {
+		t.Fatal(err)
+	}
 	e.op, e.renter, e.other = shttp.NewClient(srv.URL, opKey), shttp.NewClient(srv.URL, rKey), shttp.NewClient(srv.URL, oKey)
 	tok, err := e.renter.CreateJoinToken(ctx, time.Hour)
 	if err != nil {
@@ -206,7 +209,7 @@ func TestTenantIsolationAndConflicts(t *testing.T) {
 		t.Errorf("instance changed by another tenant: %s", got.Status)
 	}
 	// Both GPUs asked while one is taken: conflict saying what is free.
-	_, err = e.renter.CreateInstance(ctx, suanli.InstanceCreate{OfferID: e.machineID, Image: "x", GPUCount: 2})
+	_, err = e.renter.CreateInstance(ctx, suanli.InstanceCreate{OfferID: e.machineID, Image: "x", GPUCount: 2, Cmd: []string{"true"}})
 	if code(err) != suanli.ECONFLICT || !strings.Contains(err.Error(), "1 free GPUs, you asked for 2") {
 		t.Errorf("over-asking: %v", err)
 	}
@@ -241,7 +244,7 @@ func TestPaymentRequired(t *testing.T) {
 	if _, err := e.renter.ListMachine(ctx, e.machineID, suanli.ListingUpdate{PriceGPU: &p}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := e.renter.CreateInstance(ctx, suanli.InstanceCreate{OfferID: e.machineID, Image: "x", GPUCount: 1})
+	_, err := e.renter.CreateInstance(ctx, suanli.InstanceCreate{OfferID: e.machineID, Image: "x", GPUCount: 1, Cmd: []string{"true"}})
 	if code(err) != suanli.EPAYMENTREQUIRED || !strings.Contains(err.Error(), "$10.00") || !strings.Contains(err.Error(), "$20.00") {
 		t.Fatalf("err = %v, want payment_required with the numbers", err)
 	}
@@ -324,4 +327,42 @@ func TestOpenAPIAndHealth(t *testing.T) {
 	if !strings.Contains(string(mb), "suanli_offers 1") {
 		t.Errorf("metrics lack suanli_offers 1")
 	}
+}
+
+func TestIdempotencyKey(t *testing.T) {
+	e := newEnv(t)
+	post := func(key, body string) rawResp {
+		req, _ := http.NewRequest("POST", e.srv.URL+"/v1/instances", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+e.renter.APIKey)
+		req.Header.Set("Idempotency-Key", key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return rawResp{resp.StatusCode, string(b), resp.Header}
+	}
+	body := `{"offer_id":1,"image":"x","num_gpus":1,"cmd":["true"]}`
+	first := post("k1", body)
+	again := post("k1", body)
+	if first.StatusCode != 201 || again.StatusCode != 201 || first.Body != again.Body || again.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("replay: %d %q / %d %q", first.StatusCode, first.Body, again.StatusCode, again.Body)
+	}
+	other := post("k1", `{"offer_id":1,"image":"y","num_gpus":1}`)
+	if other.StatusCode != 409 || !strings.Contains(other.Body, "another request") {
+		t.Errorf("same key, other body: %d %s", other.StatusCode, other.Body)
+	}
+	if _, n, _ := e.renter.FindInstances(t.Context(), suanli.InstanceFilter{}); n != 1 {
+		t.Errorf("%d instances after a replayed create, want 1", n)
+	}
+	// Another tenant's identical key is theirs alone.
+	req, _ := http.NewRequest("POST", e.srv.URL+"/v1/quotes", strings.NewReader(`{"offer_id":1,"num_gpus":1,"hours":2}`))
+	req.Header.Set("Authorization", "Bearer "+e.other.APIKey)
+	req.Header.Set("Idempotency-Key", "k1")
+	resp, _ := http.DefaultClient.Do(req)
+	if resp.StatusCode == 409 {
+		t.Errorf("another account's key collided")
+	}
+	resp.Body.Close()
 }

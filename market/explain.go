@@ -28,9 +28,6 @@ type stepStat struct {
 	counts  map[string]int // values removed, for = in != notin on text
 }
 
-// maxDistinct bounds the values counted per step.
-const maxDistinct = 1000
-
 func newExplainer(s *search, considered int) *explainer {
 	return &explainer{s: s, considered: considered, steps: make([]stepStat, len(s.conds))}
 }
@@ -59,10 +56,7 @@ func (st *stepStat) note(c *Cond, v val) {
 		if st.counts == nil {
 			st.counts = map[string]int{}
 		}
-		key := formatVal(f, v)
-		if _, ok := st.counts[key]; ok || len(st.counts) < maxDistinct {
-			st.counts[key]++
-		}
+		st.counts[formatVal(f, v)]++
 	case c.Op == OpLT || c.Op == OpLE:
 		if !st.has || compareVals(f.kind, v, st.best) < 0 {
 			st.best, st.has = v, true

@@ -51,18 +51,63 @@ type val struct {
 type fieldID uint8
 
 // field describes one query field: its name, kind, unit for messages, and
-// how to read it from an offer whose derived values (dph_total, the
-// per-dollar ratios, rentable) are already computed for the query.
+// where it lives in an Offer (ptr returns a pointer to the struct field).
 type field struct {
 	name string
 	kind kind
 	unit string // "GB", "Mb/s", "/h", "/GB", "/GB-month", "" …
-	get  func(o *suanli.Offer) val
+	ptr  func(o *suanli.Offer) any
+}
+
+// get reads the field from o as stored (derived fields are not recomputed).
+func (f *field) get(o *suanli.Offer) val {
+	switch p := f.ptr(o).(type) {
+	case *int64:
+		return iv(*p)
+	case *int:
+		return iv(int64(*p))
+	case *float64:
+		return fv(*p)
+	case *suanli.Money:
+		return iv(int64(*p))
+	case *bool:
+		return bv(*p)
+	case *string:
+		return sv(*p)
+	case **time.Time:
+		return tv(*p)
+	}
+	panic("market: field " + f.name + " has an unknown type")
+}
+
+// set writes v into the field of o.
+func (f *field) set(o *suanli.Offer, v val) {
+	switch p := f.ptr(o).(type) {
+	case *int64:
+		*p = v.i
+	case *int:
+		*p = int(v.i)
+	case *float64:
+		*p = v.f
+	case *suanli.Money:
+		*p = suanli.Money(v.i)
+	case *bool:
+		*p = v.i != 0
+	case *string:
+		*p = v.s
+	case **time.Time:
+		if v.i == math.MaxInt64 {
+			*p = nil
+		} else {
+			t := time.Unix(v.i, 0).UTC()
+			*p = &t
+		}
+	}
 }
 
 func iv(i int64) val { return val{i: i} }
 func fv(f float64) val {
-	if f == 0 { // -0 and +0 are one value
+	if f == 0 || f != f { // -0 and +0 are one value; NaN counts as 0
 		f = 0
 	}
 	return val{f: f}
@@ -83,59 +128,59 @@ func tv(t *time.Time) val {
 
 // fields lists every query field, in suanli.Offer order.
 var fields = []field{
-	{"id", kindInt, "", func(o *suanli.Offer) val { return iv(o.ID) }},
-	{"machine_id", kindInt, "", func(o *suanli.Offer) val { return iv(o.MachineID) }},
-	{"host_id", kindInt, "", func(o *suanli.Offer) val { return iv(o.HostID) }},
-	{"hostname", kindString, "", func(o *suanli.Offer) val { return sv(o.Hostname) }},
-	{"gpu_name", kindString, "", func(o *suanli.Offer) val { return sv(o.GPUName) }},
-	{"num_gpus", kindInt, "", func(o *suanli.Offer) val { return iv(int64(o.NumGPUs)) }},
-	{"total_gpus", kindInt, "", func(o *suanli.Offer) val { return iv(int64(o.TotalGPUs)) }},
-	{"gpu_ram", kindFloat, "GB", func(o *suanli.Offer) val { return fv(o.GPURAM) }},
-	{"gpu_total_ram", kindFloat, "GB", func(o *suanli.Offer) val { return fv(o.GPUTotalRAM) }},
-	{"compute_cap", kindInt, "", func(o *suanli.Offer) val { return iv(int64(o.ComputeCap)) }},
-	{"cuda_vers", kindFloat, "", func(o *suanli.Offer) val { return fv(o.CUDAVersion) }},
-	{"driver_version", kindString, "", func(o *suanli.Offer) val { return sv(o.DriverVersion) }},
-	{"gpu_arch", kindString, "", func(o *suanli.Offer) val { return sv(o.GPUArch) }},
-	{"cpu_arch", kindString, "", func(o *suanli.Offer) val { return sv(o.CPUArch) }},
-	{"cpu_name", kindString, "", func(o *suanli.Offer) val { return sv(o.CPUName) }},
-	{"cpu_cores", kindInt, "", func(o *suanli.Offer) val { return iv(int64(o.CPUCores)) }},
-	{"cpu_ram", kindFloat, "GB", func(o *suanli.Offer) val { return fv(o.CPURAM) }},
-	{"disk_space", kindFloat, "GB", func(o *suanli.Offer) val { return fv(o.DiskSpace) }},
-	{"disk_bw", kindFloat, "MB/s", func(o *suanli.Offer) val { return fv(o.DiskBW) }},
-	{"inet_up", kindFloat, "Mb/s", func(o *suanli.Offer) val { return fv(o.InetUp) }},
-	{"inet_down", kindFloat, "Mb/s", func(o *suanli.Offer) val { return fv(o.InetDown) }},
-	{"inet_up_cost", kindMoney, "/GB", func(o *suanli.Offer) val { return iv(int64(o.InetUpCost)) }},
-	{"inet_down_cost", kindMoney, "/GB", func(o *suanli.Offer) val { return iv(int64(o.InetDownCost)) }},
-	{"gpu_price", kindMoney, "/h", func(o *suanli.Offer) val { return iv(int64(o.GPUPrice)) }},
-	{"cpu_price", kindMoney, "/h", func(o *suanli.Offer) val { return iv(int64(o.CPUPrice)) }},
-	{"ram_price", kindMoney, "/h", func(o *suanli.Offer) val { return iv(int64(o.RAMPrice)) }},
-	{"dph_base", kindMoney, "/h", func(o *suanli.Offer) val { return iv(int64(o.DPHBase)) }},
-	{"dph_total", kindMoney, "/h", func(o *suanli.Offer) val { return iv(int64(o.DPHTotal)) }},
-	{"storage_cost", kindMoney, "/GB-month", func(o *suanli.Offer) val { return iv(int64(o.StorageCost)) }},
-	{"min_bid", kindMoney, "/h", func(o *suanli.Offer) val { return iv(int64(o.MinBid)) }},
-	{"reliability", kindFloat, "", func(o *suanli.Offer) val { return fv(o.Reliability) }},
-	{"verified", kindBool, "", func(o *suanli.Offer) val { return bv(o.Verified) }},
-	{"rentable", kindBool, "", func(o *suanli.Offer) val { return bv(o.Rentable) }},
-	{"simulated", kindBool, "", func(o *suanli.Offer) val { return bv(o.Simulated) }},
-	{"datacenter", kindBool, "", func(o *suanli.Offer) val { return bv(o.Datacenter) }},
-	{"tier", kindString, "", func(o *suanli.Offer) val { return sv(o.Tier) }},
-	{"geolocation", kindString, "", func(o *suanli.Offer) val { return sv(o.Geolocation) }},
-	{"country", kindString, "", func(o *suanli.Offer) val { return sv(o.Country) }},
-	{"region", kindString, "", func(o *suanli.Offer) val { return sv(o.Region) }},
-	{"dlperf", kindFloat, "", func(o *suanli.Offer) val { return fv(o.DLPerf) }},
-	{"dlperf_per_dphtotal", kindFloat, "", func(o *suanli.Offer) val { return fv(o.DLPerfPerDPH) }},
-	{"total_flops", kindFloat, "TFLOPS", func(o *suanli.Offer) val { return fv(o.TotalFlops) }},
-	{"flops_per_dphtotal", kindFloat, "", func(o *suanli.Offer) val { return fv(o.FlopsPerDPH) }},
-	{"duration", kindFloat, "days", func(o *suanli.Offer) val { return fv(o.Duration) }},
-	{"end_date", kindTime, "", func(o *suanli.Offer) val { return tv(o.EndDate) }},
-	{"static_ip", kindBool, "", func(o *suanli.Offer) val { return bv(o.StaticIP) }},
-	{"direct_port_count", kindInt, "", func(o *suanli.Offer) val { return iv(int64(o.DirectPortCount)) }},
-	{"carbon_intensity", kindFloat, "gCO2/kWh", func(o *suanli.Offer) val { return fv(o.CarbonIntensity) }},
-	{"green", kindBool, "", func(o *suanli.Offer) val { return bv(o.Green) }},
-	{"latency_ms", kindFloat, "ms", func(o *suanli.Offer) val { return fv(o.LatencyMS) }},
-	{"preempt_grace_s", kindInt, "s", func(o *suanli.Offer) val { return iv(int64(o.PreemptGraceS)) }},
-	{"interruption_rate", kindFloat, "", func(o *suanli.Offer) val { return fv(o.InterruptionRate) }},
-	{"host_status", kindString, "", func(o *suanli.Offer) val { return sv(o.HostStatus) }},
+	{"id", kindInt, "", func(o *suanli.Offer) any { return &o.ID }},
+	{"machine_id", kindInt, "", func(o *suanli.Offer) any { return &o.MachineID }},
+	{"host_id", kindInt, "", func(o *suanli.Offer) any { return &o.HostID }},
+	{"hostname", kindString, "", func(o *suanli.Offer) any { return &o.Hostname }},
+	{"gpu_name", kindString, "", func(o *suanli.Offer) any { return &o.GPUName }},
+	{"num_gpus", kindInt, "", func(o *suanli.Offer) any { return &o.NumGPUs }},
+	{"total_gpus", kindInt, "", func(o *suanli.Offer) any { return &o.TotalGPUs }},
+	{"gpu_ram", kindFloat, "GB", func(o *suanli.Offer) any { return &o.GPURAM }},
+	{"gpu_total_ram", kindFloat, "GB", func(o *suanli.Offer) any { return &o.GPUTotalRAM }},
+	{"compute_cap", kindInt, "", func(o *suanli.Offer) any { return &o.ComputeCap }},
+	{"cuda_vers", kindFloat, "", func(o *suanli.Offer) any { return &o.CUDAVersion }},
+	{"driver_version", kindString, "", func(o *suanli.Offer) any { return &o.DriverVersion }},
+	{"gpu_arch", kindString, "", func(o *suanli.Offer) any { return &o.GPUArch }},
+	{"cpu_arch", kindString, "", func(o *suanli.Offer) any { return &o.CPUArch }},
+	{"cpu_name", kindString, "", func(o *suanli.Offer) any { return &o.CPUName }},
+	{"cpu_cores", kindInt, "", func(o *suanli.Offer) any { return &o.CPUCores }},
+	{"cpu_ram", kindFloat, "GB", func(o *suanli.Offer) any { return &o.CPURAM }},
+	{"disk_space", kindFloat, "GB", func(o *suanli.Offer) any { return &o.DiskSpace }},
+	{"disk_bw", kindFloat, "MB/s", func(o *suanli.Offer) any { return &o.DiskBW }},
+	{"inet_up", kindFloat, "Mb/s", func(o *suanli.Offer) any { return &o.InetUp }},
+	{"inet_down", kindFloat, "Mb/s", func(o *suanli.Offer) any { return &o.InetDown }},
+	{"inet_up_cost", kindMoney, "/GB", func(o *suanli.Offer) any { return &o.InetUpCost }},
+	{"inet_down_cost", kindMoney, "/GB", func(o *suanli.Offer) any { return &o.InetDownCost }},
+	{"gpu_price", kindMoney, "/h", func(o *suanli.Offer) any { return &o.GPUPrice }},
+	{"cpu_price", kindMoney, "/h", func(o *suanli.Offer) any { return &o.CPUPrice }},
+	{"ram_price", kindMoney, "/h", func(o *suanli.Offer) any { return &o.RAMPrice }},
+	{"dph_base", kindMoney, "/h", func(o *suanli.Offer) any { return &o.DPHBase }},
+	{"dph_total", kindMoney, "/h", func(o *suanli.Offer) any { return &o.DPHTotal }},
+	{"storage_cost", kindMoney, "/GB-month", func(o *suanli.Offer) any { return &o.StorageCost }},
+	{"min_bid", kindMoney, "/h", func(o *suanli.Offer) any { return &o.MinBid }},
+	{"reliability", kindFloat, "", func(o *suanli.Offer) any { return &o.Reliability }},
+	{"verified", kindBool, "", func(o *suanli.Offer) any { return &o.Verified }},
+	{"rentable", kindBool, "", func(o *suanli.Offer) any { return &o.Rentable }},
+	{"simulated", kindBool, "", func(o *suanli.Offer) any { return &o.Simulated }},
+	{"datacenter", kindBool, "", func(o *suanli.Offer) any { return &o.Datacenter }},
+	{"tier", kindString, "", func(o *suanli.Offer) any { return &o.Tier }},
+	{"geolocation", kindString, "", func(o *suanli.Offer) any { return &o.Geolocation }},
+	{"country", kindString, "", func(o *suanli.Offer) any { return &o.Country }},
+	{"region", kindString, "", func(o *suanli.Offer) any { return &o.Region }},
+	{"dlperf", kindFloat, "", func(o *suanli.Offer) any { return &o.DLPerf }},
+	{"dlperf_per_dphtotal", kindFloat, "", func(o *suanli.Offer) any { return &o.DLPerfPerDPH }},
+	{"total_flops", kindFloat, "TFLOPS", func(o *suanli.Offer) any { return &o.TotalFlops }},
+	{"flops_per_dphtotal", kindFloat, "", func(o *suanli.Offer) any { return &o.FlopsPerDPH }},
+	{"duration", kindFloat, "days", func(o *suanli.Offer) any { return &o.Duration }},
+	{"end_date", kindTime, "", func(o *suanli.Offer) any { return &o.EndDate }},
+	{"static_ip", kindBool, "", func(o *suanli.Offer) any { return &o.StaticIP }},
+	{"direct_port_count", kindInt, "", func(o *suanli.Offer) any { return &o.DirectPortCount }},
+	{"carbon_intensity", kindFloat, "gCO2/kWh", func(o *suanli.Offer) any { return &o.CarbonIntensity }},
+	{"green", kindBool, "", func(o *suanli.Offer) any { return &o.Green }},
+	{"latency_ms", kindFloat, "ms", func(o *suanli.Offer) any { return &o.LatencyMS }},
+	{"preempt_grace_s", kindInt, "s", func(o *suanli.Offer) any { return &o.PreemptGraceS }},
+	{"interruption_rate", kindFloat, "", func(o *suanli.Offer) any { return &o.InterruptionRate }},
+	{"host_status", kindString, "", func(o *suanli.Offer) any { return &o.HostStatus }},
 }
 
 // aliases maps other names, mostly Vast's, to the canonical field.

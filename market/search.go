@@ -149,9 +149,6 @@ func (c *Cond) match(v val) bool {
 		return in == (c.Op == OpIn)
 	}
 	r := compareVals(k, v, c.vals[0])
-	if k == kindFloat && (math.IsNaN(v.f) || math.IsNaN(c.vals[0].f)) {
-		return c.Op == OpNE // NaN equals nothing and orders with nothing
-	}
 	switch c.Op {
 	case OpLT:
 		return r < 0

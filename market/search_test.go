@@ -215,7 +215,7 @@ func TestSearchViewer(t *testing.T) {
 	x.Put(all[4])
 	r, _ := x.Search(suanli.OfferQuery{Query: "rentable=any"}, market.Viewer{})
 	r.Offers[0].GPUName = "changed"
-	if o, _ := x.Get(5); !o.Rentable || o.GPUName != "RTX 4090" || o.DPHTotal != 0 {
+	if o, _ := x.Get(5); !o.Rentable || o.GPUName != "RTX 4090" || o.DPHTotal != 401_000 {
 		t.Errorf("index offer changed by a search: %+v", o)
 	}
 }

@@ -31,7 +31,7 @@ type Cluster struct {
 	meta  []hostMeta
 	byID  map[int64]int32
 	pools map[string]*pool
-	order []*pool // pools in the order their models were added
+	order []*pool    // pools in the order their models were added
 	where claimIndex // claim id → host index
 	rng   uint64
 	a     arbiter

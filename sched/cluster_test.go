@@ -84,4 +84,3 @@ func TestClusterAgreesWithSchedule(t *testing.T) {
 		t.Errorf("placed %d, preempted %d: the sequence tests too little", placed, preempted)
 	}
 }
-

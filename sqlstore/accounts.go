@@ -154,3 +154,25 @@ func (s *DB) SetSetting(ctx context.Context, name, value string) error {
 		return err
 	})
 }
+
+// AccountQuota returns an account's quota override (zero fields: defaults).
+func (s *DB) AccountQuota(ctx context.Context, id int64) (suanli.Quota, error) {
+	var q suanli.Quota
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT quota_gpus, quota_instances FROM accounts WHERE id = ?`), id).Scan(&q.GPUs, &q.Instances)
+	if isNoRows(err) {
+		return q, suanli.Errorf(suanli.ENOTFOUND, "account %d not found", id)
+	}
+	return q, err
+}
+
+// SetAccountQuota overrides an account's quota (zero fields: defaults).
+func (s *DB) SetAccountQuota(ctx context.Context, id int64, q suanli.Quota) error {
+	res, err := s.db.ExecContext(ctx, s.q(`UPDATE accounts SET quota_gpus = ?, quota_instances = ? WHERE id = ?`), q.GPUs, q.Instances, id)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return suanli.Errorf(suanli.ENOTFOUND, "account %d not found", id)
+	}
+	return nil
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -59,7 +60,8 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 	if d.Name == "sqlite" {
 		// synchronous=FULL: the ledger survives power loss (DESIGN §6).
 		q := "?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(ON)&_txlock=immediate"
-		db, err = sql.Open(d.Driver, "file:"+dsn+q)
+		// The path is escaped: '#' or '?' in a directory name must not end it.
+		db, err = sql.Open(d.Driver, "file:"+(&url.URL{Path: dsn}).EscapedPath()+q)
 		if err == nil {
 			db.SetMaxOpenConns(1)
 		}

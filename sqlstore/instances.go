@@ -14,22 +14,26 @@ import (
 
 const instanceCols = `id, account_id, machine_id, host_id, label, image, cmd, env, disk_gb, gpu_name, gpu_count, gpu_indexes, cpu_cores, ram_mb,
 	rental_type, bid, rates, simulated, status, status_message, desired, exit_code, created_at, started_at, destroyed_at, updated_at, version,
+	project, tags, guards, stopped_at, restart, restarts, moves, restart_pending, avoid_machines, ports, port_map, template, volumes,
 	waiting_since, reserved_until, preempted_by`
 
 func scanInstance(r scanner) (*suanli.Instance, error) {
 	var i suanli.Instance
-	var cmd, env, idx, rates string
+	var cmd, env, idx, rates, tags, guards, restart, avoid, ports, portMap, vols string
 	var ramMB, bid, created, updated int64
-	var exit, started, destroyed, waiting, reserved sql.NullInt64
+	var exit, started, destroyed, stopped, waiting, reserved sql.NullInt64
 	if err := r.Scan(&i.ID, &i.AccountID, &i.MachineID, &i.HostID, &i.Label, &i.Image, &cmd, &env, &i.DiskGB, &i.GPUName, &i.GPUCount, &idx,
 		&i.CPUCores, &ramMB, &i.RentalType, &bid, &rates, &i.Simulated, &i.Status, &i.StatusMessage, &i.Desired, &exit, &created,
-		&started, &destroyed, &updated, &i.Version, &waiting, &reserved, &i.PreemptedBy); err != nil {
+		&started, &destroyed, &updated, &i.Version, &i.Project, &tags, &guards, &stopped, &restart, &i.Restarts, &i.Moves,
+		&i.RestartPending, &avoid, &ports, &portMap, &i.Template, &vols, &waiting, &reserved, &i.PreemptedBy); err != nil {
 		return nil, err
 	}
+	i.StoppedAt = fromUSPtr(stopped)
 	for _, f := range []struct {
 		s string
 		v any
-	}{{cmd, &i.Cmd}, {env, &i.Env}, {idx, &i.GPUIndexes}, {rates, &i.Rates}} {
+	}{{cmd, &i.Cmd}, {env, &i.Env}, {idx, &i.GPUIndexes}, {rates, &i.Rates}, {tags, &i.Tags}, {guards, &i.Guards},
+		{restart, &i.Restart}, {avoid, &i.AvoidMachines}, {ports, &i.Ports}, {portMap, &i.PortMap}, {vols, &i.Volumes}} {
 		if err := json.Unmarshal([]byte(f.s), f.v); err != nil {
 			return nil, fmt.Errorf("instance %d: %w", i.ID, err)
 		}
@@ -224,11 +228,13 @@ func perUnit(price suanli.Money, in *suanli.Instance) suanli.Money {
 func (tx *Tx) insertInstance(ctx context.Context, in *suanli.Instance, ramMB int64, now time.Time) error {
 	in.CreatedAt, in.UpdatedAt, in.Version = now, now, 1
 	id, err := tx.insert(ctx, `INSERT INTO instances (account_id, machine_id, host_id, label, image, cmd, env, disk_gb, gpu_name, gpu_count,
-		gpu_indexes, cpu_cores, ram_mb, rental_type, bid, rates, simulated, status, status_message, desired, created_at, updated_at, version)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		gpu_indexes, cpu_cores, ram_mb, rental_type, bid, rates, simulated, status, status_message, desired, created_at, updated_at, version,
+		project, tags, guards, restart, ports, template, volumes)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		in.AccountID, in.MachineID, in.HostID, in.Label, in.Image, jsonText(in.Cmd), jsonText(in.Env), in.DiskGB, in.GPUName, in.GPUCount,
-		jsonText(in.GPUIndexes), in.CPUCores, ramMB, in.RentalType, int64(in.Bid), jsonText(in.Rates), in.Simulated, in.Status,
-		in.StatusMessage, in.Desired, us(now), us(now), in.Version)
+		jsonText(orEmptyInts(in.GPUIndexes)), in.CPUCores, ramMB, in.RentalType, int64(in.Bid), jsonText(in.Rates), in.Simulated, in.Status,
+		in.StatusMessage, in.Desired, us(now), us(now), in.Version, in.Project, jsonText(orEmpty(in.Tags)), jsonText(in.Guards),
+		jsonText(in.Restart), jsonText(orEmptyInts(in.Ports)), in.Template, jsonText(orEmptyMounts(in.Volumes)))
 	if err != nil {
 		return err
 	}
@@ -408,9 +414,9 @@ func computeBilled(status string) bool {
 
 // UpdateInstance changes an instance in one transaction: fn edits a copy
 // (status, message, desired state, exit code, GPUs, wait); the meters follow
-// the status change as of at (compute runs while running, and while
-// preempting an instance that was running; storage until destroyed), an
-// event is recorded, and the agent is woken when anything it sees changed.
+// the status change as of at (compute runs while running or preempting,
+// storage until destroyed), an event is recorded, and the agent is woken
+// when anything it sees changed.
 // fn's error aborts without change. ENOTFOUND.
 func (s *DB) UpdateInstance(ctx context.Context, id int64, at, now time.Time, fn func(i *suanli.Instance) error) (*suanli.Instance, error) {
 	var out *suanli.Instance
@@ -442,7 +448,10 @@ func (tx *Tx) instance(ctx context.Context, id int64) (*suanli.Instance, error) 
 func sameInstance(a, b *suanli.Instance) bool {
 	return a.Status == b.Status && a.Desired == b.Desired && a.StatusMessage == b.StatusMessage && equalExit(a.ExitCode, b.ExitCode) &&
 		slices.Equal(a.GPUIndexes, b.GPUIndexes) && equalTime(a.WaitingSince, b.WaitingSince) && equalTime(a.ReservedUntil, b.ReservedUntil) &&
-		a.PreemptedBy == b.PreemptedBy && a.RentalType == b.RentalType && a.Bid == b.Bid && a.Rates == b.Rates
+		a.PreemptedBy == b.PreemptedBy && a.RentalType == b.RentalType && a.Bid == b.Bid && a.Rates == b.Rates &&
+		a.Label == b.Label && a.Project == b.Project && jsonText(a.Tags) == jsonText(b.Tags) && jsonText(a.Guards) == jsonText(b.Guards) &&
+		a.Restarts == b.Restarts && a.RestartPending == b.RestartPending && jsonText(a.Restart) == jsonText(b.Restart) &&
+		jsonText(a.PortMap) == jsonText(b.PortMap)
 }
 
 func equalTime(a, b *time.Time) bool {
@@ -463,7 +472,11 @@ func (tx *Tx) writeInstance(ctx context.Context, old, in *suanli.Instance, at, n
 	if in.Status != old.Status {
 		if in.Status == suanli.StatusRunning && !computeBilled(old.Status) {
 			t := at
-			in.StartedAt = &t
+			in.StartedAt, in.StoppedAt = &t, nil
+		}
+		if !computeBilled(in.Status) && in.Status != suanli.StatusStopping && in.StoppedAt == nil && in.StartedAt != nil {
+			t := at
+			in.StoppedAt = &t
 		}
 		if in.Status == suanli.StatusDestroyed {
 			t := at
@@ -475,10 +488,7 @@ func (tx *Tx) writeInstance(ctx context.Context, old, in *suanli.Instance, at, n
 		}
 		atUS := us(at)
 		if m := ms[suanli.MeterCompute]; m != nil {
-			// Preempting bills the notice period of a workload that ran; one
-			// preempted before it started never runs and is not billed.
-			billed := computeBilled(in.Status) && !(in.Status == suanli.StatusPreempting && !computeBilled(old.Status))
-			if err := tx.setActive(ctx, m, billed, atUS, now); err != nil {
+			if err := tx.setActive(ctx, m, computeBilled(in.Status), atUS, now); err != nil {
 				return nil, err
 			}
 		}
@@ -498,9 +508,12 @@ func (tx *Tx) writeInstance(ctx context.Context, old, in *suanli.Instance, at, n
 		exit = *in.ExitCode
 	}
 	if _, err := tx.exec(ctx, `UPDATE instances SET status = ?, status_message = ?, desired = ?, exit_code = ?, started_at = ?,
-		destroyed_at = ?, updated_at = ?, version = ?, gpu_indexes = ?, waiting_since = ?, reserved_until = ?, preempted_by = ?,
-		rental_type = ?, bid = ?, rates = ? WHERE id = ?`, in.Status, in.StatusMessage, in.Desired, exit,
-		usPtr(in.StartedAt), usPtr(in.DestroyedAt), us(now), in.Version, jsonText(in.GPUIndexes), usPtr(in.WaitingSince),
+		destroyed_at = ?, updated_at = ?, version = ?, label = ?, project = ?, tags = ?, guards = ?, stopped_at = ?, restart = ?,
+		restarts = ?, restart_pending = ?, port_map = ?, gpu_indexes = ?, waiting_since = ?, reserved_until = ?, preempted_by = ?,
+		rental_type = ?, bid = ?, rates = ? WHERE id = ?`,
+		in.Status, in.StatusMessage, in.Desired, exit, usPtr(in.StartedAt), usPtr(in.DestroyedAt), us(now), in.Version,
+		in.Label, in.Project, jsonText(orEmpty(in.Tags)), jsonText(in.Guards), usPtr(in.StoppedAt), jsonText(in.Restart),
+		in.Restarts, in.RestartPending, jsonText(orEmptyPorts(in.PortMap)), jsonText(orEmptyInts(in.GPUIndexes)), usPtr(in.WaitingSince),
 		usPtr(in.ReservedUntil), in.PreemptedBy, in.RentalType, int64(in.Bid), jsonText(in.Rates), in.ID); err != nil {
 		return nil, err
 	}
@@ -510,6 +523,34 @@ func (tx *Tx) writeInstance(ctx context.Context, old, in *suanli.Instance, at, n
 		}
 	}
 	return in, nil
+}
+
+func orEmptyMounts(v []suanli.VolumeMount) []suanli.VolumeMount {
+	if v == nil {
+		return []suanli.VolumeMount{}
+	}
+	return v
+}
+
+func orEmptyInts(v []int) []int {
+	if v == nil {
+		return []int{}
+	}
+	return v
+}
+
+func orEmptyPorts(m map[int]int) map[int]int {
+	if m == nil {
+		return map[int]int{}
+	}
+	return m
+}
+
+func orEmpty(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
 }
 
 func equalExit(a, b *int) bool {
@@ -638,4 +679,11 @@ func (s *DB) InstanceEvents(ctx context.Context, id int64) ([]InstanceEvent, err
 		out = append(out, e)
 	}
 	return out, rows.Err()
+}
+
+// InstanceSettled is what an instance's settled charges sum to.
+func (s *DB) InstanceSettled(ctx context.Context, id int64) (suanli.Money, error) {
+	var v int64
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT COALESCE(SUM(amount), 0) FROM ledger_txns WHERE instance_id = ? AND kind <> 'credit'`), id).Scan(&v)
+	return suanli.Money(v), err
 }

@@ -244,3 +244,30 @@ func (s *DB) FindCharges(ctx context.Context, f suanli.ChargeFilter) (*suanli.Ch
 	})
 	return sum, err
 }
+
+// LedgerStats are cheap ledger gauges for metrics.
+type LedgerStats struct {
+	Postings int64        // the highest posting id: postings written so far
+	BurnRate suanli.Money // all active meters per hour
+}
+
+// Stats returns ledger gauges.
+func (s *DB) Stats(ctx context.Context) (LedgerStats, error) {
+	var st LedgerStats
+	if err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(id), 0) FROM postings`).Scan(&st.Postings); err != nil {
+		return st, err
+	}
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT rate, period_us FROM meters WHERE active = ?`), true)
+	if err != nil {
+		return st, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var rate, period int64
+		if err := rows.Scan(&rate, &period); err != nil {
+			return st, err
+		}
+		st.BurnRate += suanli.MulDiv(suanli.Money(rate), suanli.MicrosPerHour, period)
+	}
+	return st, rows.Err()
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -245,4 +246,86 @@ func (s *DB) MachineUsage(ctx context.Context, id int64) (gpus []int, cores int,
 		return err
 	})
 	return gpus, cores, ramMB, err
+}
+
+// Host events counted for the reliability score.
+const (
+	HostStarted     = "started_count"
+	HostLost        = "lost_count"
+	HostFailedStart = "failed_starts"
+)
+
+// CountHostEvent adds one to a machine's reliability counter.
+func (s *DB) CountHostEvent(ctx context.Context, machineID int64, event string) error {
+	switch event {
+	case HostStarted, HostLost, HostFailedStart:
+	default:
+		return fmt.Errorf("unknown host event %q", event)
+	}
+	_, err := s.db.ExecContext(ctx, s.q(`UPDATE machines SET `+event+` = `+event+` + 1 WHERE id = ?`), machineID)
+	return err
+}
+
+// ObserveHosts adds elapsed to every machine's observed time (and to its
+// online time when online says so), then recomputes reliability scores. It
+// returns the machines whose score crossed a half-percent step, so that
+// offers are refreshed without rewriting the index on every check.
+func (s *DB) ObserveHosts(ctx context.Context, online map[int64]bool, elapsed time.Duration) ([]int64, error) {
+	secs := int64(elapsed / time.Second)
+	if secs <= 0 {
+		return nil, nil
+	}
+	var changed []int64
+	err := s.withTx(ctx, func(tx *Tx) error {
+		rows, err := tx.query(ctx, `SELECT id, observed_s, online_s, started_count, lost_count, failed_starts, reliability FROM machines`)
+		if err != nil {
+			return err
+		}
+		type rec struct {
+			id  int64
+			h   suanli.HostRecord
+			old float64
+		}
+		var all []rec
+		for rows.Next() {
+			var r rec
+			var obs, on int64
+			if err := rows.Scan(&r.id, &obs, &on, &r.h.Started, &r.h.Lost, &r.h.FailedStarts, &r.old); err != nil {
+				rows.Close()
+				return err
+			}
+			obs += secs
+			if online[r.id] {
+				on += secs
+			}
+			r.h.Observed, r.h.Online = time.Duration(obs)*time.Second, time.Duration(on)*time.Second
+			all = append(all, r)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, r := range all {
+			score := r.h.Reliability()
+			if math.Round(score*200) != math.Round(r.old*200) {
+				changed = append(changed, r.id)
+			}
+			if _, err := tx.exec(ctx, `UPDATE machines SET observed_s = ?, online_s = ?, reliability = ? WHERE id = ?`,
+				int64(r.h.Observed/time.Second), int64(r.h.Online/time.Second), score, r.id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return changed, err
+}
+
+// HostRecord returns a machine's reliability record.
+func (s *DB) HostRecord(ctx context.Context, id int64) (suanli.HostRecord, error) {
+	var h suanli.HostRecord
+	var obs, on int64
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT observed_s, online_s, started_count, lost_count, failed_starts FROM machines WHERE id = ?`), id).
+		Scan(&obs, &on, &h.Started, &h.Lost, &h.FailedStarts)
+	h.Observed, h.Online = time.Duration(obs)*time.Second, time.Duration(on)*time.Second
+	return h, err
 }

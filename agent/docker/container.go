@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -128,6 +129,7 @@ func (r *Runtime) createOptions(spec suanli.InstanceSpec, netName string, ports,
 		NetworkMode:   container.NetworkMode(netName),
 		PortBindings:  bindings,
 		RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyDisabled},
+		Mounts:        r.volumeMounts(spec),
 		LogConfig:     container.LogConfig{Type: "json-file", Config: map[string]string{"max-size": "50m", "max-file": "2"}},
 		Privileged:    false,
 		CapDrop:       []string{"ALL"},
@@ -210,7 +212,11 @@ func (r *Runtime) start(ctx context.Context, spec suanli.InstanceSpec, c *contai
 		msg := err.Error()
 		switch {
 		case strings.Contains(msg, "could not select device driver"):
-			return suanli.Errorf(suanli.EINVALID, "instance %d asks GPUs %v but Docker on this host has no NVIDIA runtime: install the NVIDIA Container Toolkit and restart dockerd", spec.ID, gpuRequests(spec)[0].DeviceIDs)
+			var ids []string
+			for _, d := range gpuRequests(spec) {
+				ids = append(ids, d.DeviceIDs...)
+			}
+			return suanli.Errorf(suanli.EINVALID, "instance %d asks GPUs %v but Docker on this host has no NVIDIA runtime: install the NVIDIA Container Toolkit and restart dockerd", spec.ID, ids)
 		case strings.Contains(msg, "port is already allocated") || strings.Contains(msg, "address already in use"):
 			if neverStarted(c) && attempt < 3 {
 				r.log.Info("host port taken since create; recreating with new ports", "instance_id", spec.ID, "err", msg)
@@ -256,50 +262,152 @@ func (r *Runtime) ensureNetwork(ctx context.Context, id int64) (string, error) {
 		return "", err
 	}
 	if len(nets) > 0 {
-		return name, nil
+		return name, r.blockHostNetworks(ctx, id)
 	}
-	_, err = r.cli.NetworkCreate(ctx, name, client.NetworkCreateOptions{
+	opts := client.NetworkCreateOptions{
 		Driver: "bridge",
 		Labels: r.labels(id),
 		Options: map[string]string{
 			"com.docker.network.bridge.enable_icc": "false",
 		},
-	})
-	if err != nil {
-		if strings.Contains(err.Error(), "could not find an available, non-overlapping IPv4 address pool") {
-			return "", suanli.Errorf(suanli.ECONFLICT, "instance %d: Docker has no free subnet for another private network: destroy unused instances, or widen default-address-pools in daemon.json", id)
-		}
-		return "", r.daemonErr(fmt.Sprintf("instance %d: create network %s", id, name), err)
 	}
-	return name, nil
+	if r.blockHost {
+		opts.Options[bridgeNameOpt] = bridgeName(name)
+	}
+	if !r.pool.IsValid() {
+		_, err = r.createNetwork(ctx, name, opts)
+		if err != nil && strings.Contains(err.Error(), "non-overlapping IPv4 address pool") {
+			return "", suanli.Errorf(suanli.ECONFLICT, "instance %d: Docker has no free subnet for another private network: destroy unused instances, set a subnet pool for the agent, or widen default-address-pools in daemon.json", id)
+		} else if err != nil {
+			return "", r.daemonErr(fmt.Sprintf("instance %d: create network %s", id, name), err)
+		}
+		return name, r.blockHostNetworks(ctx, id)
+	}
+	// Take the first /28 of the pool that no network uses; another agent
+	// (or a concurrent Ensure) may take it first, then try the next.
+	used, err := r.usedSubnets(ctx)
+	if err != nil {
+		return "", err
+	}
+	for sub := range subnets(r.pool) {
+		if slices.ContainsFunc(used, sub.Overlaps) {
+			continue
+		}
+		opts.IPAM = &network.IPAM{Config: []network.IPAMConfig{{Subnet: sub}}}
+		_, err = r.createNetwork(ctx, name, opts)
+		if err == nil {
+			return name, r.blockHostNetworks(ctx, id)
+		} else if !strings.Contains(err.Error(), "overlap") {
+			return "", r.daemonErr(fmt.Sprintf("instance %d: create network %s on %s", id, name, sub), err)
+		}
+		used = append(used, sub)
+	}
+	return "", suanli.Errorf(suanli.ECONFLICT, "instance %d: subnet pool %s is full (one /%d per instance): destroy unused instances or widen the pool", id, r.pool, subnetBits)
 }
 
-// findNetworks returns the ids of the instance's networks (normally one; an
-// API below 1.44 allows duplicates by name, so all are returned).
-func (r *Runtime) findNetworks(ctx context.Context, id int64) ([]string, error) {
+// subnetBits is the size of an instance network taken from a subnet pool.
+const subnetBits = 28
+
+// subnets yields the /28 subnets of pool in order.
+func subnets(pool netip.Prefix) func(yield func(netip.Prefix) bool) {
+	return func(yield func(netip.Prefix) bool) {
+		base := pool.Addr().As4()
+		start := uint32(base[0])<<24 | uint32(base[1])<<16 | uint32(base[2])<<8 | uint32(base[3])
+		n := uint32(1) << (subnetBits - pool.Bits())
+		for i := range n {
+			a := start + i<<(32-subnetBits)
+			p := netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(a >> 24), byte(a >> 16), byte(a >> 8), byte(a)}), subnetBits)
+			if !yield(p) {
+				return
+			}
+		}
+	}
+}
+
+// usedSubnets lists the subnets of every network on the daemon.
+func (r *Runtime) usedSubnets(ctx context.Context) ([]netip.Prefix, error) {
+	res, err := r.cli.NetworkList(ctx, client.NetworkListOptions{})
+	if err != nil {
+		return nil, r.daemonErr("list networks", err)
+	}
+	var out []netip.Prefix
+	for _, n := range res.Items {
+		for _, c := range n.IPAM.Config {
+			if c.Subnet.IsValid() {
+				out = append(out, c.Subnet)
+			}
+		}
+	}
+	return out, nil
+}
+
+// bridgeNameOpt is the bridge driver's option naming the Linux bridge.
+const bridgeNameOpt = "com.docker.network.bridge.name"
+
+// createNetwork creates the network and returns its id.
+func (r *Runtime) createNetwork(ctx context.Context, name string, opts client.NetworkCreateOptions) (string, error) {
+	res, err := r.cli.NetworkCreate(ctx, name, opts)
+	if err != nil {
+		return "", err
+	}
+	return res.ID, nil
+}
+
+// findNetworks returns the instance's networks (normally one; an API below
+// 1.44 allows duplicates by name, so all are returned).
+func (r *Runtime) findNetworks(ctx context.Context, id int64) ([]network.Summary, error) {
 	res, err := r.cli.NetworkList(ctx, client.NetworkListOptions{
 		Filters: client.Filters{}.Add("label", LabelInstance+"="+strconv.FormatInt(id, 10)),
 	})
 	if err != nil {
 		return nil, r.daemonErr("list networks", err)
 	}
-	var ids []string
+	var out []network.Summary
 	for _, n := range res.Items {
 		if n.Name == r.networkName(id) && n.Labels[LabelNamespace] == r.ns && n.Labels[LabelManaged] == "true" {
-			ids = append(ids, n.ID)
+			out = append(out, n)
 		}
 	}
-	return ids, nil
+	return out, nil
 }
 
-func (r *Runtime) removeNetwork(ctx context.Context, id int64) error {
-	ids, err := r.findNetworks(ctx, id)
+// bridgeOf is the Linux bridge of a bridge network.
+func bridgeOf(n network.Summary) string {
+	if b := n.Options[bridgeNameOpt]; b != "" {
+		return b
+	}
+	return "br-" + shortID(n.ID)
+}
+
+// blockHostNetworks puts the host-blocking rule on the instance's networks,
+// when the runtime blocks host access.
+func (r *Runtime) blockHostNetworks(ctx context.Context, id int64) error {
+	if !r.blockHost {
+		return nil
+	}
+	nets, err := r.findNetworks(ctx, id)
 	if err != nil {
 		return err
 	}
-	for _, nid := range ids {
-		if _, err := r.cli.NetworkRemove(ctx, nid, client.NetworkRemoveOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
+	for _, n := range nets {
+		if err := r.addHostRule(ctx, bridgeOf(n)); err != nil {
+			return fmt.Errorf("instance %d: block host access: %w", id, err)
+		}
+	}
+	return nil
+}
+
+func (r *Runtime) removeNetwork(ctx context.Context, id int64) error {
+	nets, err := r.findNetworks(ctx, id)
+	if err != nil {
+		return err
+	}
+	for _, n := range nets {
+		if _, err := r.cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
 			return r.daemonErr(fmt.Sprintf("instance %d: remove network", id), err)
+		}
+		if r.blockHost {
+			r.deleteHostRule(ctx, bridgeOf(n))
 		}
 	}
 	return nil
@@ -308,6 +416,20 @@ func (r *Runtime) removeNetwork(ctx context.Context, id int64) error {
 // requestedPorts parses spec.Env[EnvPorts]: TCP ports, comma- or
 // space-separated, "/tcp" allowed.
 func requestedPorts(spec suanli.InstanceSpec) ([]int, error) {
+	if len(spec.Ports) > 0 {
+		ports := slices.Clone(spec.Ports)
+		slices.Sort(ports)
+		ports = slices.Compact(ports)
+		for _, p := range ports {
+			if p < 1 || p > 65535 {
+				return nil, suanli.FieldErrorf("ports", "%d is not a TCP port (1-65535)", p)
+			}
+		}
+		if len(ports) > maxPorts {
+			return nil, suanli.FieldErrorf("ports", "%d ports asked, at most %d", len(ports), maxPorts)
+		}
+		return ports, nil
+	}
 	v := strings.TrimSpace(spec.Env[EnvPorts])
 	if v == "" {
 		return nil, nil

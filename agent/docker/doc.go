@@ -30,13 +30,15 @@
 //     (userns-remap); providers who rent to strangers should enable it.
 //   - Networks: one bridge network per instance, inter-container traffic
 //     off. Docker drops traffic between different bridge networks, so two
-//     instances cannot reach each other's addresses. They can still reach
-//     the host's own addresses (the bridge gateway) and each other's
-//     published ports, like anyone on the Internet; keeping them from the
-//     agent's own ports needs a host firewall rule (not installed by this
-//     package yet). Each network takes a subnet from the daemon's
-//     default-address-pools, which by default hold about 30: a host that
-//     runs more instances must widen them in daemon.json.
+//     instances cannot reach each other's addresses. Without more, an
+//     instance reaches the host itself through its bridge gateway: the
+//     agent's ports, and other instances' published ports (public anyway).
+//     With Options.BlockHostAccess one iptables rule per instance bridge
+//     drops new connections from the instance to any address of the host,
+//     which closes both; the Internet and the instance's own published
+//     ports still work. Each network takes a subnet from the daemon's
+//     default-address-pools, which by default hold about 30 networks, or a
+//     /28 from Options.SubnetPool, which removes that limit.
 //   - Ports: until suanli.InstanceSpec has a Ports field, spec.Env
 //     SUANLI_PORTS="8080,22" lists the TCP ports to publish. Each gets a free
 //     host port chosen at create (kept across stop and start), the
@@ -95,15 +97,26 @@
 // filesystem, whose key protects against a stolen disk but not against the
 // host's own operator.
 //
-// # Logs and counters
+// # Logs, counters, telemetry
 //
-// A follower goroutine per container copies the daemon's log (stdout and
-// stderr in order) to DataDir, so ReadLog offsets are stable across stops,
-// starts and agent restarts. The local log file is not rotated yet: it grows
-// with what the instance writes until Remove. Docker's own copy is capped at
-// two files of 50 MB. Traffic counters (Usage) come from the stats API,
-// summed across container restarts in DataDir; bytes moved between the last
-// sample and a crash of the workload are not counted. Telemetry in Status:
-// CPU % (100 = one core, from the difference since the previous Status call)
-// and memory in use without page cache.
+// Each container has a follower: one goroutine copies the daemon's log
+// (stdout and stderr in order) to DataDir, so ReadLog offsets are stable
+// across stops, starts and agent restarts (a checkpoint file lets a new
+// Runtime resume without losing or repeating a byte). The local log file is
+// not rotated yet: it grows with what the instance writes until Remove.
+// Docker's own copy is capped at two files of 50 MB. Another goroutine
+// streams the container's stats (Docker samples once a second) and keeps
+// the latest sample in memory, so Status and Usage cost no stats request
+// (a one-shot stats request to Docker 20.10 takes a second). Usage: bytes
+// sent and received by the container's interfaces, summed across its runs
+// in DataDir; the last second of traffic before a stop may be missed.
+// Telemetry in Status: CPU % (100 = one core) and memory in use without page
+// cache. Disk read/write and GPU telemetry are not collected here.
+//
+// # Optional interfaces
+//
+// Besides agent.Runtime and agent.UsageCounter, a Runtime implements
+// Preflighter (checks before billing), Execer (suanli exec) and PortMapper
+// (the published ports), declared in this package for the agent to assert,
+// and Close, which stops the followers and leaves the containers running.
 package docker

@@ -1,11 +1,15 @@
 package docker_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
 	"regexp"
 	"runtime"
 	"slices"
@@ -18,7 +22,9 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/agent"
 	"github.com/suanli/suanli/agent/docker"
+	"github.com/suanli/suanli/internal/testreq"
 )
 
 // One instance through its whole life: run, limits, ports, logs, exec,
@@ -65,6 +71,13 @@ func TestRun(t *testing.T) {
 	}
 	if string(hc.NetworkMode) != e.networkName(1) {
 		t.Errorf("NetworkMode = %q, want the private network %q", hc.NetworkMode, e.networkName(1))
+	}
+	if size, ok := hc.StorageOpt["size"]; ok {
+		if size != "1G" {
+			t.Errorf("StorageOpt size = %q, want 1G", size)
+		}
+	} else if want := "disk 1 GB not enforced by storage driver " + r.StorageDriver(); !strings.Contains(rep.Message, want) {
+		t.Errorf("no size storage option, and Message = %q does not say %q", rep.Message, want)
 	}
 	if l := ins.Container.Config.Labels; l[docker.LabelInstance] != "1" || l[docker.LabelManaged] != "true" {
 		t.Errorf("labels = %v", l)
@@ -117,22 +130,28 @@ func TestRun(t *testing.T) {
 	if n := len(httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/blob?n=%d", hp, blob))); n != blob {
 		t.Fatalf("GET /blob returned %d bytes, want %d", n, blob)
 	}
-	after, err := r.Usage(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := after[1].TxBytes - before[1].TxBytes; d < blob || d > 2*blob {
+	var after map[int64]suanli.UsageReport
+	waitFor(t, 5*time.Second, func() (bool, string) { // counters are sampled once a second
+		after, err = r.Usage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := after[1].TxBytes - before[1].TxBytes
+		return d >= blob, fmt.Sprintf("TxBytes grew by %d for a %d-byte response, want about that", d, blob)
+	})
+	if d := after[1].TxBytes - before[1].TxBytes; d > 2*blob {
 		t.Errorf("TxBytes grew by %d for a %d-byte response, want about that", d, blob)
 	}
 	if after[1].RxBytes <= 0 || after[1].InstanceID != 1 {
 		t.Errorf("usage = %+v, want received bytes counted", after[1])
 	}
 
-	// Telemetry from the second sample on.
-	rep = report(t, r, 1)
-	if rep.Telemetry == nil || rep.Telemetry.MemoryMB < 0 || rep.Telemetry.CPUPercent < 0 {
-		t.Errorf("telemetry = %+v, want a sample", rep.Telemetry)
-	}
+	// Telemetry, from the sampled stats.
+	waitFor(t, 5*time.Second, func() (bool, string) {
+		rep = report(t, r, 1)
+		return rep.Telemetry != nil && rep.Telemetry.MemoryMB >= 0 && rep.Telemetry.MemoryMB < 128 && rep.Telemetry.CPUPercent >= 0,
+			fmt.Sprintf("telemetry = %+v, want a sample within the limits", rep.Telemetry)
+	})
 
 	// Ensure is idempotent.
 	MustEnsure(t, r, spec)
@@ -288,7 +307,7 @@ func TestArchMismatch(t *testing.T) {
 	if runtime.GOARCH == "arm64" {
 		other = "amd64"
 	}
-	ref := "suanli-test/arch-" + other + ":latest"
+	ref := "suanli-test/arch-" + other + ":" + e.ns
 	// The builder does not run anything for a FROM scratch image, so a
 	// placeholder file is enough: the image's platform is what is checked.
 	if err := BuildImage(ctx, e.cli, ref, "linux/"+other, "FROM scratch\nCOPY t /t\nCMD [\"/t\"]\n",
@@ -398,11 +417,13 @@ func TestPull(t *testing.T) {
 	}
 }
 
-// Two instances cannot reach each other; the host can reach both.
+// Two instances cannot reach each other; the host can reach both. Their
+// networks come from the subnet pool.
 func TestIsolation(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	r := e.runtime()
+	pool := netip.MustParsePrefix("172.16.240.0/20")
+	r := e.runtime(func(o *docker.Options) { o.SubnetPool = pool.String() })
 	ctx := t.Context()
 	MustEnsure(t, r, e.spec(10))
 	MustEnsure(t, r, e.spec(11))
@@ -414,6 +435,9 @@ func TestIsolation(t *testing.T) {
 		ep := ins.Container.NetworkSettings.Networks[e.networkName(id)]
 		if ep == nil || !ep.IPAddress.IsValid() {
 			t.Fatalf("instance %d has no address on %s", id, e.networkName(id))
+		}
+		if !pool.Contains(ep.IPAddress) {
+			t.Errorf("instance %d has address %s, want one in the pool %s", id, ep.IPAddress, pool)
 		}
 		return ep.IPAddress.String()
 	}
@@ -485,6 +509,90 @@ func TestReadopt(t *testing.T) {
 	}
 }
 
+// With ReadOnlyRootfs the image's files cannot be changed; /tmp can.
+func TestReadOnlyRootfs(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	r := e.runtime(func(o *docker.Options) { o.ReadOnlyRootfs = true; o.PidsLimit = 64 })
+	MustEnsure(t, r, e.spec(14))
+	if code, _ := execOut(t, r, 14, "/t", "write", "/x", "no"); code == 0 {
+		t.Errorf("write to / succeeded on a read-only root filesystem")
+	}
+	if code, _ := execOut(t, r, 14, "/t", "write", "/tmp/x", "yes"); code != 0 {
+		t.Errorf("write to /tmp exited %d, want 0", code)
+	}
+	ins, err := e.cli.ContainerInspect(t.Context(), e.containerName(14), client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hc := ins.Container.HostConfig; !hc.ReadonlyRootfs || hc.PidsLimit == nil || *hc.PidsLimit != 64 {
+		t.Errorf("ReadonlyRootfs, PidsLimit = %v, %v; want true, 64", hc.ReadonlyRootfs, hc.PidsLimit)
+	}
+}
+
+// With BlockHostAccess an instance cannot open connections to the host's
+// own ports (the agent's), while its published ports still work; without
+// it, it can. Remove deletes the rule.
+func TestBlockHostAccess(t *testing.T) {
+	t.Parallel()
+	if out, err := exec.Command("iptables", "-w", "5", "-S", "INPUT").CombinedOutput(); err != nil {
+		testreq.Missing(t, "docker", fmt.Sprintf("iptables not usable (%v: %s): run as root", err, out))
+	}
+	l, err := net.Listen("tcp", ":0") // stands for the agent's own port
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+
+	blocked, open := newEnv(t), newEnv(t)
+	rb := blocked.runtime(func(o *docker.Options) { o.BlockHostAccess = true })
+	ro := open.runtime()
+	MustEnsure(t, rb, blocked.spec(15))
+	MustEnsure(t, ro, open.spec(16))
+	gateway := func(e *testEnv, id int64) string {
+		ins, err := e.cli.ContainerInspect(t.Context(), e.containerName(id), client.ContainerInspectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ins.Container.NetworkSettings.Networks[e.networkName(id)].Gateway.String()
+	}
+	if code, out := execOut(t, ro, 16, "/t", "dial", net.JoinHostPort(gateway(open, 16), port)); code != 0 {
+		t.Fatalf("control: an instance without blocking cannot reach the host port: %s", out)
+	}
+	if code, out := execOut(t, rb, 15, "/t", "dial", net.JoinHostPort(gateway(blocked, 15), port)); code == 0 {
+		t.Errorf("instance with host blocking reached the host's port %s: %s", port, out)
+	}
+	// Published ports are public, so an instance without blocking reaches
+	// another's through the host; with blocking, not even that.
+	po, _ := ro.Ports(t.Context(), 16)
+	if code, out := execOut(t, rb, 15, "/t", "dial", net.JoinHostPort(gateway(blocked, 15), strconv.Itoa(po[8080]))); code == 0 {
+		t.Errorf("instance with host blocking reached another's published port %d through the host: %s", po[8080], out)
+	}
+	ports, _ := rb.Ports(t.Context(), 15)
+	if body := httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/id", ports[8080])); body != "15" {
+		t.Errorf("published port of a blocked instance answered %q, want 15", body)
+	}
+
+	ins, _ := blocked.cli.NetworkInspect(t.Context(), blocked.networkName(15), client.NetworkInspectOptions{})
+	bridge := ins.Network.Options["com.docker.network.bridge.name"]
+	if err := rb.Remove(t.Context(), 15); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("iptables", "-w", "5", "-S", "INPUT").CombinedOutput(); err != nil || bridge == "" || strings.Contains(string(out), bridge) {
+		t.Errorf("after Remove, INPUT still names bridge %q (or none was set): %s", bridge, out)
+	}
+}
+
 // Available answers for the daemon the tests use.
 func TestAvailable(t *testing.T) {
 	MustDocker(t)
@@ -515,4 +623,51 @@ func httpGet(tb testing.TB, url string) string {
 	}
 	tb.Fatalf("GET %s: %v", url, last)
 	return ""
+}
+
+// TestVolumeSurvivesDestroy: a volume mounted into an instance keeps what
+// the workload wrote after the instance is destroyed, is mounted again into
+// a new instance, and is wiped and removed on RemoveVolume.
+func TestVolumeSurvivesDestroy(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	r := e.runtime()
+	ctx := t.Context()
+	var _ agent.VolumeManager = r
+	var _ agent.Preflighter = r
+	var _ agent.Execer = r
+	vol := suanli.VolumeSpec{ID: 7000 + int64(os.Getpid()%1000), Name: "data", SizeGB: 1}
+	if err := r.EnsureVolume(ctx, vol); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.RemoveVolume(context.Background(), vol.ID) })
+	spec := e.spec(31)
+	spec.Volumes = []suanli.VolumeMount{{Name: "data", Path: "/data", ID: vol.ID}}
+	MustEnsure(t, r, spec)
+	if code, _ := execOut(t, r, 31, "/t", "write", "/data/kept.txt", "survives"); code != 0 {
+		t.Fatalf("write to the volume exited %d", code)
+	}
+	if err := r.Remove(ctx, 31); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := r.Volumes(ctx)
+	if err != nil || !slices.Contains(ids, vol.ID) {
+		t.Fatalf("Volumes after destroy = %v, %v: the volume must survive its instance", ids, err)
+	}
+	spec2 := e.spec(32)
+	spec2.Volumes = spec.Volumes
+	MustEnsure(t, r, spec2)
+	if code, out := execOut(t, r, 32, "/t", "cat", "/data/kept.txt"); code != 0 || out != "survives" {
+		t.Fatalf("second instance reads %d %q", code, out)
+	}
+	if err := r.Remove(ctx, 32); err != nil {
+		t.Fatal(err)
+	}
+	how, err := r.RemoveVolume(ctx, vol.ID)
+	if err != nil || how == "" {
+		t.Fatalf("RemoveVolume: %q %v", how, err)
+	}
+	if ids, _ := r.Volumes(ctx); slices.Contains(ids, vol.ID) {
+		t.Errorf("volume still listed after RemoveVolume")
+	}
 }

@@ -115,19 +115,47 @@ func (e *testEnv) sweep() {
 	if err == nil {
 		for _, n := range ns.Items {
 			e.cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{})
+			if b := n.Options["com.docker.network.bridge.name"]; b != "" {
+				deleteRules(b)
+			}
+		}
+	}
+}
+
+// deleteRules deletes the INPUT rules that name bridge (a failed
+// BlockHostAccess test's).
+func deleteRules(bridge string) {
+	out, err := exec.Command("iptables", "-w", "5", "-S", "INPUT").Output()
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, "-A INPUT ") && strings.Contains(line, " "+bridge+" ") {
+			// The comment is the only quoted argument; keep it whole.
+			args := strings.Fields(strings.TrimPrefix(line, "-A "))
+			if i := strings.Index(line, `"`); i >= 0 {
+				j := strings.LastIndex(line, `"`)
+				args = append(strings.Fields(strings.TrimPrefix(line[:i], "-A ")), line[i+1:j])
+				args = append(args, strings.Fields(line[j+1:])...)
+			}
+			exec.Command("iptables", append([]string{"-w", "5", "-D"}, args...)...).Run()
 		}
 	}
 }
 
 // runtime starts a Runtime on the env's namespace and data dir, closed at
 // the end of the test.
-func (e *testEnv) runtime() *docker.Runtime {
+func (e *testEnv) runtime(edits ...func(*docker.Options)) *docker.Runtime {
 	e.t.Helper()
-	r, err := docker.New(e.t.Context(), docker.Options{
+	opts := docker.Options{
 		Logger:    slog.New(slog.NewTextHandler(e.t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug})),
 		DataDir:   e.dataDir,
 		Namespace: e.ns,
-	})
+	}
+	for _, edit := range edits {
+		edit(&opts)
+	}
+	r, err := docker.New(e.t.Context(), opts)
 	if err != nil {
 		e.t.Fatalf("docker.New: %v", err)
 	}
@@ -259,7 +287,8 @@ func MustTestImage(tb testing.TB, cli *client.Client) string {
 			testImageErr = err
 			return
 		}
-		testImageRef = "suanli-test/runtime:latest"
+		// A tag of this test process: other test runs may share the daemon.
+		testImageRef = "suanli-test/runtime:" + randHex(6)
 		testImageErr = BuildImage(context.Background(), cli, testImageRef, "linux/"+runtime.GOARCH,
 			"FROM scratch\nCOPY t /t\nVOLUME /vol\nENTRYPOINT [\"/t\"]\nCMD [\"serve\"]\n",
 			map[string][]byte{"t": b})

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -26,12 +27,13 @@ import (
 // A crash between checkpoints truncates the file back to the checkpoint and
 // replays the same entries, which rewrites the same bytes.
 
-// follower streams one container's log into its file.
+// follower watches one container: one goroutine streams its log into its
+// file, another its stats into r.live (stats.go).
 type follower struct {
 	cid  string
-	kick chan struct{} // a start happened: follow again
+	kick [2]chan struct{} // a start happened: follow again (logs, stats)
 	stop context.CancelFunc
-	done chan struct{}
+	done chan struct{} // closed when both goroutines have returned
 }
 
 // logPos is the follower's checkpoint.
@@ -51,9 +53,11 @@ func (r *Runtime) follow(id int64, cid string) {
 	}
 	prev := r.followers[id]
 	if prev != nil && prev.cid == cid {
-		select {
-		case prev.kick <- struct{}{}:
-		default:
+		for _, k := range prev.kick {
+			select {
+			case k <- struct{}{}:
+			default:
+			}
 		}
 		return
 	}
@@ -61,7 +65,7 @@ func (r *Runtime) follow(id int64, cid string) {
 		prev.stop() // the container was recreated; the new follower waits for the old
 	}
 	ctx, cancel := context.WithCancel(r.bg)
-	f := &follower{cid: cid, kick: make(chan struct{}, 1), stop: cancel, done: make(chan struct{})}
+	f := &follower{cid: cid, kick: [2]chan struct{}{make(chan struct{}, 1), make(chan struct{}, 1)}, stop: cancel, done: make(chan struct{})}
 	r.followers[id] = f
 	r.wg.Add(1)
 	go r.runFollower(ctx, id, f, prev)
@@ -96,15 +100,52 @@ func (r *Runtime) runFollower(ctx context.Context, id int64, f, prev *follower) 
 	if prev != nil {
 		<-prev.done
 	}
+	var wg sync.WaitGroup
+	wg.Go(func() { r.watch(ctx, id, f, "log", f.kick[0], r.followOnce) })
+	wg.Go(func() { r.watch(ctx, id, f, "stats", f.kick[1], r.statsOnce) })
+	wg.Wait()
+}
+
+// watch runs once (a log or stats stream) while the container runs, and
+// again after each kick, until the container is gone or ctx ends. A kick
+// that finds a new run of the container while a stream is open restarts the
+// stream: the daemon may keep a stream open on the previous run's logger.
+func (r *Runtime) watch(ctx context.Context, id int64, f *follower, what string, kick chan struct{},
+	once func(ctx context.Context, id int64, cid string) error) {
 	for {
-		err := r.followOnce(ctx, id, f.cid)
+		run, err := r.runOf(ctx, f.cid)
+		if ctx.Err() != nil || cerrdefs.IsNotFound(err) {
+			return // closing, or the container is gone
+		}
+		sctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- once(sctx, id, f.cid) }()
+		restart := false
+	streaming:
+		for {
+			select {
+			case err = <-done:
+				break streaming
+			case <-kick:
+				if now, _ := r.runOf(ctx, f.cid); now != run {
+					restart = true
+					cancel()
+					<-done
+					break streaming
+				}
+			}
+		}
+		cancel()
 		if ctx.Err() != nil {
 			return
 		}
+		if restart {
+			continue
+		}
 		if cerrdefs.IsNotFound(err) {
-			return // the container is gone
+			return
 		} else if err != nil {
-			r.log.Warn("follow container log", "instance_id", id, "err", err)
+			r.log.Warn("follow container "+what, "instance_id", id, "err", err)
 		}
 		// The container stopped (or the stream broke): wait for a start.
 		// The timer is a safety net for starts nobody told us about.
@@ -113,11 +154,23 @@ func (r *Runtime) runFollower(ctx context.Context, id int64, f, prev *follower) 
 		case <-ctx.Done():
 			t.Stop()
 			return
-		case <-f.kick:
+		case <-kick:
 		case <-t.C:
 		}
 		t.Stop()
 	}
+}
+
+// runOf names the container's current run by its start time.
+func (r *Runtime) runOf(ctx context.Context, cid string) (string, error) {
+	res, err := r.cli.ContainerInspect(ctx, cid, client.ContainerInspectOptions{})
+	if err != nil {
+		return "", err
+	}
+	if res.Container.State == nil {
+		return "", nil
+	}
+	return res.Container.State.StartedAt, nil
 }
 
 // followOnce streams the log from the checkpoint until the container stops

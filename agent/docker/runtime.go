@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -79,6 +80,18 @@ type Options struct {
 	// ReadOnlyRootfs mounts each instance's root filesystem read-only, with
 	// tmpfs on /tmp and /run.
 	ReadOnlyRootfs bool
+	// SubnetPool, when set ("172.16.0.0/16"), is where each instance's
+	// private network takes a /28 (11 addresses), instead of the daemon's
+	// default-address-pools, which hold about 30 networks unless widened
+	// in daemon.json. It must overlap neither the host's own networks nor
+	// Docker's default pools (172.17.0.0/16 to 172.31.0.0/16 and
+	// 192.168.0.0/16), which other networks on the daemon take from.
+	SubnetPool string
+	// BlockHostAccess drops new connections from instances to the host's
+	// own addresses (where the agent and the provider's services listen),
+	// with one iptables rule per instance network (see firewall.go). It
+	// needs iptables and root; New fails without them.
+	BlockHostAccess bool
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -95,11 +108,13 @@ type Runtime struct {
 	pidsLimit int64
 	capAdd    []string
 	readOnly  bool
+	blockHost bool
 	now       func() time.Time
 
 	hostOS, hostArch string // the daemon's platform, GOOS/GOARCH spelling
 	storageDriver    string
 	hostCPUs         int
+	pool             netip.Prefix // Options.SubnetPool; invalid when unset
 
 	// bg is the lifetime of the followers; cancelled by Close.
 	bg     context.Context
@@ -107,10 +122,10 @@ type Runtime struct {
 	wg     sync.WaitGroup
 
 	mu        sync.Mutex
-	pulls     map[int64]string    // instance id → pull progress message, while Ensure pulls
-	followers map[int64]*follower // one per container that exists
-	samples   map[int64]cpuSample // the previous CPU sample per instance, for CPU %
-	noQuota   bool                // the storage driver refused a size option once
+	pulls     map[int64]string      // instance id → pull progress message, while Ensure pulls
+	followers map[int64]*follower   // one per container that exists
+	live      map[int64]*liveSample // the latest stats sample per running instance
+	noQuota   bool                  // the storage driver refused a size option once
 	states    map[int64]*sync.Mutex
 }
 
@@ -164,6 +179,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		pidsLimit:     opts.PidsLimit,
 		capAdd:        opts.CapAdd,
 		readOnly:      opts.ReadOnlyRootfs,
+		blockHost:     opts.BlockHostAccess,
 		now:           opts.Now,
 		hostOS:        ver.Os,
 		hostArch:      normalizeArch(ver.Arch),
@@ -171,7 +187,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		hostCPUs:      info.Info.NCPU,
 		pulls:         map[int64]string{},
 		followers:     map[int64]*follower{},
-		samples:       map[int64]cpuSample{},
+		live:          map[int64]*liveSample{},
 		states:        map[int64]*sync.Mutex{},
 	}
 	if r.log == nil {
@@ -189,6 +205,20 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	if r.now == nil {
 		r.now = time.Now
 	}
+	if opts.SubnetPool != "" {
+		p, err := netip.ParsePrefix(opts.SubnetPool)
+		if err != nil || !p.Addr().Is4() || p.Bits() > subnetBits {
+			cli.Close()
+			return nil, suanli.Errorf(suanli.EINVALID, "subnet pool %q: want an IPv4 prefix of /%d or wider, like 172.16.0.0/16", opts.SubnetPool, subnetBits)
+		}
+		r.pool = p.Masked()
+	}
+	if r.blockHost {
+		if err := checkFirewall(ctx); err != nil {
+			cli.Close()
+			return nil, suanli.Errorf(suanli.EUNAVAILABLE, "%v: run the agent as root with iptables installed, or turn host blocking off", err)
+		}
+	}
 	if err := os.MkdirAll(r.dataDir, 0o700); err != nil {
 		cli.Close()
 		return nil, fmt.Errorf("docker runtime data dir: %w", err)
@@ -202,6 +232,12 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	}
 	for _, c := range cs {
 		r.follow(c.id, c.cid)
+		if r.blockHost { // iptables rules do not survive a host reboot; networks do
+			if err := r.blockHostNetworks(ctx, c.id); err != nil {
+				r.Close()
+				return nil, err
+			}
+		}
 	}
 	r.log.Info("docker runtime ready", "daemon", cli.DaemonHost(), "server_version", ver.Version,
 		"api_version", cli.ClientVersion(), "platform", r.hostOS+"/"+r.hostArch,
@@ -395,7 +431,7 @@ func (r *Runtime) Ensure(ctx context.Context, spec suanli.InstanceSpec) error {
 			}
 		}
 		// Fold the traffic counters in before the network namespace goes.
-		r.sampleLocked(ctx, spec.ID, c, st)
+		r.foldLiveLocked(spec.ID, st)
 		grace := graceSeconds(spec.StopGrace)
 		if _, err := r.cli.ContainerStop(ctx, c.ID, client.ContainerStopOptions{Timeout: &grace}); err != nil && !cerrdefs.IsNotModified(err) {
 			return r.daemonErr(fmt.Sprintf("instance %d: stop", spec.ID), err)
@@ -423,10 +459,10 @@ func (r *Runtime) Remove(ctx context.Context, id int64) error {
 	if err != nil && suanli.ErrorCode(err) != suanli.ECONFLICT {
 		return err
 	}
+	r.unfollow(id) // before the lock: a follower folds its last sample under it
 	mu := r.instanceLock(id)
 	mu.Lock()
 	defer mu.Unlock()
-	r.unfollow(id)
 	if c != nil {
 		_, err := r.cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 		if err != nil && !cerrdefs.IsNotFound(err) {
@@ -442,7 +478,7 @@ func (r *Runtime) Remove(ctx context.Context, id int64) error {
 		}
 	}
 	r.mu.Lock()
-	delete(r.samples, id)
+	delete(r.live, id)
 	delete(r.pulls, id)
 	r.mu.Unlock()
 	if c != nil {
@@ -497,13 +533,14 @@ func (r *Runtime) report(ctx context.Context, id int64, c *container.InspectResp
 		if t, err := time.Parse(time.RFC3339Nano, c.State.StartedAt); err == nil && !t.IsZero() {
 			rep.StartedAt = &t
 		}
-		rep.Telemetry = r.sampleLocked(ctx, id, c, st)
+		rep.Telemetry = r.telemetry(id, c.State.StartedAt)
 		var parts []string
 		if c.State.Paused {
 			parts = append(parts, "paused")
 		}
-		if p := formatPorts(portsOf(c)); p != "" {
-			parts = append(parts, "ports "+p)
+		if ports := portsOf(c); len(ports) > 0 {
+			rep.Ports = ports
+			parts = append(parts, "ports "+formatPorts(ports))
 		}
 		if _, ok := c.HostConfig.StorageOpt["size"]; !ok && c.Config.Labels[labelDiskGB] != "" {
 			parts = append(parts, fmt.Sprintf("disk %s GB not enforced by storage driver %s", c.Config.Labels[labelDiskGB], r.storageDriver))

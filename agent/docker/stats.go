@@ -3,6 +3,8 @@ package docker
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
@@ -10,69 +12,72 @@ import (
 	"github.com/suanli/suanli"
 )
 
-// cpuSample is one reading of a container's CPU counters; CPU % is the
-// difference between two readings (one per Status call).
-type cpuSample struct {
-	total, system uint64
-	cpus          uint32
+// Stats: each running container's stats are streamed (one sample a second,
+// Docker's own pace) by a goroutine of its follower, and the latest sample
+// is kept in memory. Status and Usage read that sample instead of asking the
+// daemon: a one-shot stats request to Docker 20.10 takes a second after the
+// first, which would make Status take a second per instance.
+
+// liveSample is the latest stats sample of an instance's current run.
+type liveSample struct {
+	run       string // the container's StartedAt: the run the counters belong to
+	tx, rx    uint64 // bytes sent and received in this run
+	telemetry suanli.Telemetry
 }
 
-// sampleLocked reads one stats sample of a running container, folds its
-// network counters into st (saving st when they moved) and returns its
-// telemetry; nil when the daemon has no sample (the container stopped
-// meanwhile). Failures are logged: telemetry is best effort. The caller
-// holds the instance lock.
-func (r *Runtime) sampleLocked(ctx context.Context, id int64, c *container.InspectResponse, st *instanceState) *suanli.Telemetry {
-	res, err := r.cli.ContainerStats(ctx, c.ID, client.ContainerStatsOptions{})
+// statsOnce streams the container's stats while it runs, keeping the latest
+// sample in r.live; when the stream ends (the container stopped) it folds
+// the last counters into the state file.
+func (r *Runtime) statsOnce(ctx context.Context, id int64, cid string) error {
+	ins, err := r.cli.ContainerInspect(ctx, cid, client.ContainerInspectOptions{})
 	if err != nil {
-		r.log.Debug("container stats", "instance_id", id, "err", err)
+		return err
+	}
+	if ins.Container.State == nil || !ins.Container.State.Running {
 		return nil
+	}
+	run := ins.Container.State.StartedAt
+	res, err := r.cli.ContainerStats(ctx, cid, client.ContainerStatsOptions{Stream: true})
+	if err != nil {
+		return err
 	}
 	defer res.Body.Close()
-	var s container.StatsResponse
-	if err := json.NewDecoder(res.Body).Decode(&s); err != nil {
-		r.log.Debug("decode container stats", "instance_id", id, "err", err)
-		return nil
-	}
-	if s.Read.IsZero() || s.PidsStats.Current == 0 && s.CPUStats.CPUUsage.TotalUsage == 0 {
-		return nil
-	}
-
-	var tx, rx uint64
-	for _, n := range s.Networks {
-		tx += n.TxBytes
-		rx += n.RxBytes
-	}
-	before := *st
-	if st.RunStartedAt != c.State.StartedAt {
-		// A new run: its network namespace counts from zero.
-		st.TxBase += st.TxLast
-		st.RxBase += st.RxLast
-		st.TxLast, st.RxLast = 0, 0
-		st.RunStartedAt = c.State.StartedAt
-	}
-	if tx < st.TxLast || rx < st.RxLast {
-		st.TxBase += st.TxLast // counters reset within a run (reconnected network)
-		st.RxBase += st.RxLast
-	}
-	st.TxLast, st.RxLast = tx, rx
-	if *st != before {
-		if err := r.saveState(id, st); err != nil {
-			r.log.Warn("save traffic counters", "instance_id", id, "err", err)
+	defer r.foldLive(id)
+	dec := json.NewDecoder(res.Body)
+	for {
+		var s container.StatsResponse
+		if err := dec.Decode(&s); err != nil {
+			if errors.Is(err, io.EOF) || ctx.Err() != nil {
+				return nil
+			}
+			return err
 		}
+		if s.Read.IsZero() {
+			return nil // the container stopped: Docker sends empty samples from then on
+		}
+		ls := &liveSample{run: run, telemetry: telemetryOf(&s)}
+		for _, n := range s.Networks {
+			ls.tx += n.TxBytes
+			ls.rx += n.RxBytes
+		}
+		r.mu.Lock()
+		r.live[id] = ls
+		r.mu.Unlock()
 	}
+}
 
-	cur := cpuSample{total: s.CPUStats.CPUUsage.TotalUsage, system: s.CPUStats.SystemUsage, cpus: s.CPUStats.OnlineCPUs}
-	if cur.cpus == 0 {
-		cur.cpus = uint32(len(s.CPUStats.CPUUsage.PercpuUsage))
+// telemetryOf turns a stats sample (with its previous sample) into
+// telemetry: CPU % where 100 is one core, memory without page cache.
+func telemetryOf(s *container.StatsResponse) suanli.Telemetry {
+	var t suanli.Telemetry
+	cpus := s.CPUStats.OnlineCPUs
+	if cpus == 0 {
+		cpus = uint32(len(s.CPUStats.CPUUsage.PercpuUsage))
 	}
-	r.mu.Lock()
-	prev, ok := r.samples[id]
-	r.samples[id] = cur
-	r.mu.Unlock()
-	t := &suanli.Telemetry{}
-	if ok && cur.system > prev.system && cur.total >= prev.total {
-		t.CPUPercent = float64(cur.total-prev.total) / float64(cur.system-prev.system) * float64(cur.cpus) * 100
+	cur, prev := s.CPUStats, s.PreCPUStats
+	if prev.SystemUsage > 0 && cur.SystemUsage > prev.SystemUsage && cur.CPUUsage.TotalUsage >= prev.CPUUsage.TotalUsage {
+		t.CPUPercent = float64(cur.CPUUsage.TotalUsage-prev.CPUUsage.TotalUsage) /
+			float64(cur.SystemUsage-prev.SystemUsage) * float64(cpus) * 100
 	}
 	mem := s.MemoryStats.Usage
 	for _, k := range []string{"total_inactive_file", "inactive_file"} { // cgroup v1, v2
@@ -85,11 +90,61 @@ func (r *Runtime) sampleLocked(ctx context.Context, id int64, c *container.Inspe
 	return t
 }
 
+// foldLive folds the instance's latest sample into its state file.
+func (r *Runtime) foldLive(id int64) {
+	mu := r.instanceLock(id)
+	mu.Lock()
+	defer mu.Unlock()
+	st := r.loadState(id)
+	r.foldLiveLocked(id, st)
+}
+
+// foldLiveLocked folds the instance's latest sample into st and saves st
+// when it changed. The caller holds the instance lock.
+func (r *Runtime) foldLiveLocked(id int64, st *instanceState) {
+	r.mu.Lock()
+	ls := r.live[id]
+	r.mu.Unlock()
+	if ls == nil {
+		return
+	}
+	before := *st
+	if st.RunStartedAt != ls.run {
+		// A new run: its network namespace counts from zero.
+		st.TxBase += st.TxLast
+		st.RxBase += st.RxLast
+		st.TxLast, st.RxLast = 0, 0
+		st.RunStartedAt = ls.run
+	}
+	if ls.tx < st.TxLast || ls.rx < st.RxLast {
+		st.TxBase += st.TxLast // counters reset within a run (reconnected network)
+		st.RxBase += st.RxLast
+	}
+	st.TxLast, st.RxLast = ls.tx, ls.rx
+	if *st != before {
+		if err := r.saveState(id, st); err != nil {
+			r.log.Warn("save traffic counters", "instance_id", id, "err", err)
+		}
+	}
+}
+
+// telemetry returns the latest telemetry of the instance's run, nil when no
+// sample of that run has come yet.
+func (r *Runtime) telemetry(id int64, run string) *suanli.Telemetry {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if ls := r.live[id]; ls != nil && ls.run == run {
+		t := ls.telemetry
+		return &t
+	}
+	return nil
+}
+
 // Usage returns each instance's traffic since it was created: bytes sent
 // (TxBytes, egress) and received (RxBytes) by the container's network
-// interfaces, summed across its runs. Seq is left for the agent to set. The
-// bytes a workload moves between the last sample and a stop it did not ask
-// for (a crash) are not counted; a stop through Ensure samples first.
+// interfaces, summed across its runs, as of the latest stats sample (at most
+// about a second old while it runs). Seq is left for the agent to set. The
+// last second of traffic before a container stops may be missed.
 func (r *Runtime) Usage(ctx context.Context) (map[int64]suanli.UsageReport, error) {
 	cs, err := r.list(ctx)
 	if err != nil {
@@ -97,18 +152,10 @@ func (r *Runtime) Usage(ctx context.Context) (map[int64]suanli.UsageReport, erro
 	}
 	out := make(map[int64]suanli.UsageReport, len(cs))
 	for _, m := range cs {
-		var c *container.InspectResponse
-		if m.state == container.StateRunning {
-			if c, err = r.inspect(ctx, m.id); err != nil {
-				return nil, err
-			}
-		}
 		mu := r.instanceLock(m.id)
 		mu.Lock()
 		st := r.loadState(m.id)
-		if c != nil && c.State.Running {
-			r.sampleLocked(ctx, m.id, c, st)
-		}
+		r.foldLiveLocked(m.id, st)
 		mu.Unlock()
 		out[m.id] = suanli.UsageReport{
 			InstanceID: m.id,

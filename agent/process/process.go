@@ -300,6 +300,11 @@ func (r *Runtime) startLocked(inst *instance) error {
 	if err != nil {
 		return fail(err)
 	}
+	volEnv, err := r.mountVolumes(spec, filepath.Join(inst.dir, "work"))
+	if err != nil {
+		return fail(err)
+	}
+	env = append(env, volEnv...)
 	path, err := lookPath(spec.Cmd[0], envValue(env, "PATH"))
 	if err != nil {
 		return fail(suanli.Errorf(suanli.EINVALID, "instance %d: %v", spec.ID, err))

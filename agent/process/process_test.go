@@ -476,3 +476,73 @@ func TestAdoptedExitNoticed(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestExecAndPreflight(t *testing.T) {
+	r, _ := newRuntime(t)
+	ctx := t.Context()
+	spec := shSpec(41, "echo started; sleep 30")
+	spec.Env = map[string]string{"GREETING": "hi"}
+	if err := r.Ensure(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, r, 41, suanli.StatusRunning)
+	var out strings.Builder
+	code, err := r.Exec(ctx, 41, []string{"sh", "-c", `echo "$GREETING $SUANLI_INSTANCE_ID in $(basename $PWD)"; exit 3`}, nil, &out, &out)
+	if err != nil || code != 3 || out.String() != "hi 41 in work\n" {
+		t.Errorf("Exec = %d, %v, %q; want 3 and the instance's env and dir", code, err, out.String())
+	}
+	if _, err := r.Exec(ctx, 999, []string{"true"}, nil, &out, &out); suanli.ErrorCode(err) != suanli.ENOTFOUND {
+		t.Errorf("Exec on an unknown instance: %v", err)
+	}
+	if err := r.Preflight(ctx, suanli.InstanceSpec{ID: 5}); suanli.ErrorCode(err) != suanli.EINVALID {
+		t.Errorf("Preflight without a command: %v", err)
+	}
+	if err := r.Preflight(ctx, suanli.InstanceSpec{ID: 5, Cmd: []string{"no-such-command-xyz"}}); err == nil {
+		t.Errorf("Preflight of a missing command passed")
+	}
+	if err := r.Preflight(ctx, suanli.InstanceSpec{ID: 5, Cmd: []string{"sh", "-c", "true"}}); err != nil {
+		t.Errorf("Preflight of sh: %v", err)
+	}
+}
+
+func TestVolumesSurviveAndWipe(t *testing.T) {
+	r, dir := newRuntime(t)
+	ctx := t.Context()
+	if err := r.EnsureVolume(ctx, suanli.VolumeSpec{ID: 9, Name: "data", SizeGB: 1}); err != nil {
+		t.Fatal(err)
+	}
+	spec := shSpec(51, `echo kept > data/file; echo "$SUANLI_VOLUME_DATA" > where; sleep 30`)
+	spec.Volumes = []suanli.VolumeMount{{Name: "data", Path: "/data", ID: 9}}
+	if err := r.Ensure(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, r, 51, suanli.StatusRunning)
+	file := filepath.Join(dir, "volumes", "9", "file")
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if b, err := os.ReadFile(file); err == nil && string(b) == "kept\n" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the workload's write to /data did not reach the volume")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := r.Remove(ctx, 51); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(file); err != nil || string(b) != "kept\n" {
+		t.Fatalf("volume lost with its instance: %q %v", b, err)
+	}
+	ids, _ := r.Volumes(ctx)
+	if len(ids) != 1 || ids[0] != 9 {
+		t.Fatalf("Volumes = %v", ids)
+	}
+	how, err := r.RemoveVolume(ctx, 9)
+	if err != nil || !strings.Contains(how, "overwrote 1 files (5 bytes)") {
+		t.Fatalf("RemoveVolume: %q %v", how, err)
+	}
+	if _, err := os.Stat(file); !os.IsNotExist(err) {
+		t.Errorf("volume file still there: %v", err)
+	}
+}

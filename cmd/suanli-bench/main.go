@@ -1,51 +1,56 @@
-// Command suanli-bench runs Suanli's benchmarks (DESIGN §8): programs with
-// seeded generators and side-by-side baselines that check both sides give
-// the same answers before they report a ratio.
+// Command suanli-bench runs Suanli's benchmarks: programs with seeded
+// generators and side-by-side baselines that check every system returns the
+// same answers before they report any time (DESIGN §8).
 //
-//	go run ./cmd/suanli-bench place [flags]
+//	suanli-bench search [flags]   offer search: market.Index vs SQLite vs a naive scan
+//	suanli-bench place [flags]    placement at 100k hosts: group-committed decisions vs one SQLite transaction each
 //
-// Each subcommand registers itself in commands from its own file.
+// Progress goes to stderr, results to stdout.
 package main
 
 import (
+	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"os"
-	"slices"
+	"os/signal"
 )
 
-// command is one benchmark.
-type command struct {
-	short string
-	run   func(args []string) error
-}
+const usage = `usage: suanli-bench <benchmark> [flags]
 
-// commands holds the benchmarks by name; each file adds its own in init.
-var commands = map[string]command{}
-
-func usage() {
-	fmt.Fprintln(os.Stderr, "usage: suanli-bench COMMAND [flags]\n\ncommands:")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
-		fmt.Fprintf(os.Stderr, "  %-8s %s\n", n, commands[n].short)
-	}
-}
+benchmarks:
+  search    offer search: the in-memory market index against SQLite and a naive
+            scan-and-sort, under a concurrent writer (see suanli-bench search -h)
+  place     placement and preemption at 100k hosts: sched.Cluster with a
+            group-committed decision log against one SQLite transaction per
+            placement (see suanli-bench place -h)
+`
 
 func main() {
 	if len(os.Args) < 2 {
-		usage()
+		fmt.Fprint(os.Stderr, usage)
 		os.Exit(2)
 	}
-	c, ok := commands[os.Args[1]]
-	if !ok {
-		fmt.Fprintf(os.Stderr, "suanli-bench: unknown command %q\n", os.Args[1])
-		usage()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	var err error
+	switch os.Args[1] {
+	case "search":
+		err = runSearch(ctx, os.Args[2:])
+	case "place":
+		err = runPlace(os.Args[2:])
+	case "-h", "-help", "--help", "help":
+		fmt.Print(usage)
+		return
+	default:
+		fmt.Fprintf(os.Stderr, "suanli-bench: unknown benchmark %q\n%s", os.Args[1], usage)
 		os.Exit(2)
 	}
-	if err := c.run(os.Args[2:]); err != nil {
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "suanli-bench:", err)
 		os.Exit(1)
 	}

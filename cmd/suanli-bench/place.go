@@ -25,10 +25,6 @@ import (
 	_ "modernc.org/sqlite" // the baseline's store
 )
 
-func init() {
-	commands["place"] = command{"placement engine at 100k hosts: group-committed decision log vs one SQLite transaction per placement", runPlace}
-}
-
 // placeFlags configure the placement benchmark.
 type placeFlags struct {
 	hosts      int
@@ -263,9 +259,9 @@ type placeRun struct {
 	rng     *rand.Rand
 	next    int64
 	claims  []claimInfo // by claim id (ids are dense from 1); model −1: gone
-	live    [][]int64 // per model
-	used    []int     // GPUs owned per model
-	total   []int     // GPUs per model
+	live    [][]int64   // per model
+	used    []int       // GPUs owned per model
+	total   []int       // GPUs per model
 	byClass [2]int
 
 	keep      int        // how many decisions to keep for the baseline's comparison

@@ -6,10 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	"github.com/suanli/suanli"
 	"github.com/suanli/suanli/agent"
@@ -23,6 +28,21 @@ type agentConfig struct {
 	FakeGPUs string
 	Runtime  string // auto, docker, process
 	DataDir  string
+	// SSHAddr is where the SSH endpoint listens ("off": none; "": the
+	// command's default). SSHAdvertise is the host renters reach it at ("":
+	// the address the control plane sees the agent's syncs come from).
+	SSHAddr      string
+	SSHAdvertise string
+	// CAFile or CAFingerprint pin an HTTPS control plane's CA at join;
+	// caPEM is the CA itself when the caller has it (up).
+	CAFile        string
+	CAFingerprint string
+	caPEM         []byte
+	// BlockHost is "auto" (on when root with iptables), "on" or "off":
+	// whether Docker instances are kept from reaching the host's ports.
+	BlockHost string
+	// SubnetPool is where Docker instance networks take a /28 each.
+	SubnetPool string
 	// FenceAfter stops billed workloads after this long without reaching
 	// the control plane (its lost_after minus a margin), so a rental the
 	// control plane gave up on never runs twice.
@@ -34,6 +54,10 @@ func (c *agentConfig) flags(cmd *cobra.Command) {
 	f.StringVar(&c.FakeGPUs, "fake-gpus", os.Getenv("SUANLI_FAKE_GPUS"), `declare simulated GPUs, e.g. "RTX 4090:2" (development and tests; marked simulated everywhere)`)
 	f.StringVar(&c.Runtime, "runtime", envOr("SUANLI_RUNTIME", "auto"), "how instances run: docker, process, or auto (docker when a daemon is reachable)")
 	f.StringVar(&c.DataDir, "data-dir", "", "where the agent keeps instance data (default HOME/agent)")
+	f.StringVar(&c.SSHAddr, "ssh-addr", os.Getenv("SUANLI_SSH_ADDR"), "where the SSH endpoint for renters listens (HOST:PORT; port 0 picks a free one; off: no SSH); default :2222 for agent, 127.0.0.1:0 for up; env SUANLI_SSH_ADDR")
+	f.StringVar(&c.SSHAdvertise, "ssh-advertise", os.Getenv("SUANLI_SSH_ADVERTISE"), "host or IP renters reach the SSH endpoint at (default: the address the control plane sees this agent at); env SUANLI_SSH_ADVERTISE")
+	f.StringVar(&c.BlockHost, "block-host-access", "auto", "keep Docker instances from reaching this host's own ports: auto (when root with iptables), on, off")
+	f.StringVar(&c.SubnetPool, "subnet-pool", "", "CIDR where each Docker instance network takes a /28 (default: the daemon's pools, about 30 networks)")
 	f.DurationVar(&c.FenceAfter, "fence-after", 100*time.Second, "stop running instances after this long without the control plane (its lost-after minus a margin; 0 disables)")
 	cmd.RegisterFlagCompletionFunc("runtime", cobra.FixedCompletions([]string{"auto", "docker", "process"}, cobra.ShellCompDirectiveNoFileComp))
 }
@@ -43,6 +67,7 @@ type agentState struct {
 	Server    string `json:"server"`
 	MachineID int64  `json:"machine_id"`
 	APIKey    string `json:"api_key"`
+	CAPEM     string `json:"ca_pem,omitempty"` // the control plane's pinned TLS CA
 }
 
 func detect(ctx context.Context, c agentConfig, dataDir string) (suanli.Hardware, error) {
@@ -64,14 +89,25 @@ func detect(ctx context.Context, c agentConfig, dataDir string) (suanli.Hardware
 }
 
 func newRuntime(ctx context.Context, c agentConfig, dataDir string, logger *slog.Logger) (agent.Runtime, error) {
+	dockerOpts := func() docker.Options {
+		o := docker.Options{DataDir: filepath.Join(dataDir, "docker"), Logger: logger, SubnetPool: c.SubnetPool}
+		switch c.BlockHost {
+		case "on":
+			o.BlockHostAccess = true
+		case "auto":
+			_, err := exec.LookPath("iptables")
+			o.BlockHostAccess = os.Geteuid() == 0 && err == nil
+		}
+		return o
+	}
 	switch c.Runtime {
 	case "process":
 		return process.New(dataDir, logger), nil
 	case "docker":
-		return docker.New(ctx, docker.Options{DataDir: dataDir, Logger: logger})
+		return docker.New(ctx, dockerOpts())
 	case "auto", "":
 		if docker.Available(ctx) {
-			return docker.New(ctx, docker.Options{DataDir: dataDir, Logger: logger})
+			return docker.New(ctx, dockerOpts())
 		}
 		return process.New(dataDir, logger), nil
 	}
@@ -80,18 +116,18 @@ func newRuntime(ctx context.Context, c agentConfig, dataDir string, logger *slog
 
 // startAgent joins (once; the credential is kept in stateFile) and runs the
 // agent loop until ctx ends. join is called only when no credential exists.
-func startAgent(ctx context.Context, c agentConfig, server, stateFile string, join func(context.Context) (string, error), logger *slog.Logger) (chan error, *agentState, error) {
+func startAgent(ctx context.Context, c agentConfig, server, stateFile string, join func(context.Context) (string, error), logger *slog.Logger) (chan error, *agentState, *agent.Collector, error) {
 	dataDir := c.DataDir
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	hw, err := detect(ctx, c, dataDir)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	rt, err := newRuntime(ctx, c, dataDir, logger)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var st agentState
 	if b, err := os.ReadFile(stateFile); err == nil {
@@ -100,37 +136,58 @@ func startAgent(ctx context.Context, c agentConfig, server, stateFile string, jo
 	if st.APIKey == "" || st.MachineID == 0 {
 		tok, err := join(ctx)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		resp, err := shttp.NewClient(server, "").Join(ctx, suanli.JoinRequest{Token: tok, Hardware: hw, Runtime: rt.Name()})
+		caPEM, err := joinCA(ctx, c, server)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		st = agentState{Server: server, MachineID: resp.MachineID, APIKey: resp.APIKey}
+		jc := shttp.NewClient(server, "")
+		if err := pinClient(jc, caPEM); err != nil {
+			return nil, nil, nil, err
+		}
+		resp, err := jc.Join(ctx, suanli.JoinRequest{Token: tok, Hardware: hw, Runtime: rt.Name()})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		st = agentState{Server: server, MachineID: resp.MachineID, APIKey: resp.APIKey, CAPEM: string(caPEM)}
 		b, _ := json.MarshalIndent(st, "", "  ")
 		if err := os.WriteFile(stateFile, b, 0o600); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	client := shttp.NewClient(server, st.APIKey)
+	if err := pinClient(client, []byte(st.CAPEM)); err != nil {
+		return nil, nil, nil, err
+	}
+	sshEP, sshCA, err := startSSHEndpoint(ctx, c, dataDir, rt, logger)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	cfg := agent.Config{Server: client, Runtime: rt, MachineID: st.MachineID, Hardware: hw, Version: Version, Logger: logger,
-		FenceAfter: c.FenceAfter}
+		FenceAfter: c.FenceAfter, SSH: sshEP, SSHAuthorities: sshCA}
 	if len(hw.GPUs) > 0 && !hw.GPUs[0].Simulated {
 		cfg.GPUSampler = agent.SampleGPUs
 	}
 	ag, err := agent.New(cfg)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	done := make(chan error, 1)
-	go func() { done <- ag.Run(ctx) }()
+	go func() {
+		err := ag.Run(ctx)
+		if cl, ok := rt.(interface{ Close() error }); ok {
+			cl.Close()
+		}
+		done <- err
+	}()
 	logger.Info("agent started", "machine_id", st.MachineID, "runtime", rt.Name(), "gpus", len(hw.GPUs), "server", server)
-	return done, &st, nil
+	return done, &st, agent.NewCollector(rt, cfg.GPUSampler), nil
 }
 
 func newAgentCmd(a *app) *cobra.Command {
 	var c agentConfig
-	var token string
+	var token, metricsAddr string
 	cmd := &cobra.Command{
 		Use:   "agent --server URL --join-token TOKEN",
 		Short: "Run the host agent: offer this machine and run rented instances",
@@ -163,10 +220,14 @@ List the machine afterwards with 'suanli host list MACHINE --price-gpu …'.`,
 			if c.DataDir == "" {
 				c.DataDir = filepath.Join(a.home, "agent")
 			}
+			if c.SSHAddr == "" {
+				c.SSHAddr = ":2222"
+			}
+			c.CAFile = a.caFile // the global --ca-file
 			if err := os.MkdirAll(a.home, 0o700); err != nil {
 				return err
 			}
-			done, st, err := startAgent(cmd.Context(), c, server, stateFile, func(context.Context) (string, error) {
+			done, st, coll, err := startAgent(cmd.Context(), c, server, stateFile, func(context.Context) (string, error) {
 				if token == "" {
 					return "", suanli.FieldErrorf("join-token", "this machine has not joined yet: pass --join-token (print one with `suanli host join-token`)")
 				}
@@ -176,10 +237,22 @@ List the machine afterwards with 'suanli host list MACHINE --price-gpu …'.`,
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "agent running for machine %d against %s\n", st.MachineID, server)
+			if metricsAddr != "" {
+				reg := prometheus.NewRegistry()
+				reg.MustRegister(coll)
+				ln, err := net.Listen("tcp", metricsAddr)
+				if err != nil {
+					return fmt.Errorf("metrics listener: %w", err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "agent metrics at http://%s/metrics\n", ln.Addr())
+				go http.Serve(ln, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+			}
 			return <-done
 		},
 	}
 	c.flags(cmd)
 	cmd.Flags().StringVar(&token, "join-token", os.Getenv("SUANLI_JOIN_TOKEN"), "one-time join token (first start only); env SUANLI_JOIN_TOKEN")
+	cmd.Flags().StringVar(&c.CAFingerprint, "ca-fingerprint", os.Getenv("SUANLI_CA_FINGERPRINT"), "pin the control plane's CA by its fingerprint, as `suanli host join-token` prints it (first start only)")
+	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics (instances, per-GPU utilisation, memory, temperature) at HOST:PORT")
 	return cmd
 }

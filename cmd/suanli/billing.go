@@ -79,7 +79,7 @@ func newBillingCmd(a *app) *cobra.Command {
 	charges.Flags().Int64Var(&inst, "instance", 0, "only this instance's charges")
 	charges.Flags().IntVar(&limit, "limit", 100, "show at most this many entries (totals count all)")
 	charges.Flags().BoolVar(&chJSON, "json", false, "print JSON")
-	cmd.AddCommand(bal, charges)
+	cmd.AddCommand(bal, charges, newInvoiceCmd(a))
 	return cmd
 }
 
@@ -109,6 +109,28 @@ func newAdminCmd(a *app) *cobra.Command {
 		},
 	}
 	credit.Flags().StringVar(&memo, "memo", "", "why (shown in the account's charges)")
-	cmd.AddCommand(credit)
+	var q suanli.Quota
+	quota := &cobra.Command{
+		Use:   "quota ACCOUNT [--gpus N] [--instances N]",
+		Short: "Override how many GPUs and instances an account may run at once (0: the default)",
+		Long: fmt.Sprintf(`Quotas keep a new or compromised account from running up a bill. By
+default an account may run %d GPUs and %d instances at once, and %d GPUs and %d
+instances in its first week.`, suanli.AccountQuota.GPUs, suanli.AccountQuota.Instances, suanli.NewAccountQuota.GPUs, suanli.NewAccountQuota.Instances),
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := strconv.ParseInt(args[0], 10, 64)
+			if err != nil || id <= 0 {
+				return suanli.FieldErrorf("account", "%q is not an account id", args[0])
+			}
+			if err := a.client().SetQuota(cmd.Context(), id, q); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "account %d: quota %d GPUs, %d instances (0 = default)\n", id, q.GPUs, q.Instances)
+			return nil
+		},
+	}
+	quota.Flags().IntVar(&q.GPUs, "gpus", 0, "GPUs at once")
+	quota.Flags().IntVar(&q.Instances, "instances", 0, "instances at once")
+	cmd.AddCommand(credit, quota)
 	return cmd
 }

@@ -217,6 +217,13 @@ func TestEndToEnd(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 
+	// exec runs inside the instance, with its env; the exit code comes back.
+	cmd := exec.Command(binary, "exec", id, "--", "sh", "-c", `echo "in $SUANLI_INSTANCE_ID: $GREETING"; exit 7`)
+	cmd.Env = append(os.Environ(), "SUANLI_HOME="+m.home)
+	out, err := cmd.Output()
+	if code := cmd.ProcessState.ExitCode(); code != 7 || string(out) != fmt.Sprintf("in %d: hello from suanli\n", in.ID) {
+		t.Errorf("exec: exit %d (%v), output %q", code, err, out)
+	}
 	time.Sleep(3 * time.Second) // let time pass: compute accrues
 	var stopped suanli.Instance
 	m.mustJSON(&stopped, "stop", id)
@@ -285,6 +292,40 @@ func TestEndToEnd(t *testing.T) {
 	// Its directory is gone.
 	if _, err := os.Stat(filepath.Join(home, "agent", "instances", id)); !os.IsNotExist(err) {
 		t.Errorf("instance directory still exists after destroy (stat err %v)", err)
+	}
+
+	// Destroying a running instance stops it gracefully first, and the
+	// log's tail (its goodbye) still reaches the control plane.
+	var bye suanli.Instance
+	m.mustJSON(&bye, "create", fmt.Sprint(offer.ID), "--image", "busybox", "--gpus", "1",
+		"--", "sh", "-c", `trap 'echo goodbye; exit 0' TERM; echo hi; while true; do sleep 0.1; done`)
+	waitStatus(t, m, fmt.Sprint(bye.ID), suanli.StatusRunning, 20*time.Second)
+	if _, err := m.run("destroy", fmt.Sprint(bye.ID)); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(15 * time.Second)
+	for {
+		out, _ := m.run("logs", fmt.Sprint(bye.ID))
+		if strings.Contains(out, "goodbye") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("logs after destroy = %q, want the workload's goodbye", out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	// One /metrics serves the control plane and the local agent.
+	resp, err := http.Get(m.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"suanli_ledger_postings_total", "suanli_spend_rate_dollars_per_hour", "suanli_api_request_duration_seconds_bucket", "suanli_offers 1"} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("metrics lack %s", want)
+		}
 	}
 
 	// Ctrl-C stops cleanly; the ledger balances.

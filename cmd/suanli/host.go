@@ -10,7 +10,7 @@ import (
 
 func newHostCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "host", Short: "Provide machines: list them with prices, see their state"}
-	cmd.AddCommand(newHostMachinesCmd(a), newHostListCmd(a), newHostUnlistCmd(a), newJoinTokenCmd(a))
+	cmd.AddCommand(newHostMachinesCmd(a), newHostListCmd(a), newHostUnlistCmd(a), newJoinTokenCmd(a), newEarningsCmd(a), newPayoutCmd(a))
 	return cmd
 }
 
@@ -184,8 +184,12 @@ func newJoinTokenCmd(a *app) *cobra.Command {
 			if jsonOut {
 				return a.printJSON(cmd, t)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s\n\nOn the machine, run (valid until %s):\n  suanli agent --server %s --join-token %s\n",
-				t.Token, t.ExpiresAt.Local().Format(time.DateTime), c.BaseURL, t.Token)
+			pin := ""
+			if fp := a.pinnedCAFingerprint(); fp != "" {
+				pin = " --ca-fingerprint " + fp
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s\n\nOn the machine, run (valid until %s):\n  suanli agent --server %s --join-token %s%s\n",
+				t.Token, t.ExpiresAt.Local().Format(time.DateTime), c.BaseURL, t.Token, pin)
 			return nil
 		},
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/advisor/advisecli"
 	shttp "github.com/suanli/suanli/http"
 )
 
@@ -32,12 +33,16 @@ type app struct {
 	server string
 	apiKey string
 	json   bool
+	caFile string // a CA certificate to pin for an HTTPS server (--ca-file)
 }
 
 // clientConfig is the client's config file (home/config.json, mode 0600).
 type clientConfig struct {
 	Server string `json:"server"`
 	APIKey string `json:"api_key"`
+	// CAPEM pins the server's CA (`suanli server --tls auto` writes it):
+	// HTTPS to the server trusts that CA only.
+	CAPEM string `json:"ca_pem,omitempty"`
 }
 
 func defaultHome() string {
@@ -93,7 +98,9 @@ func (a *app) client() *shttp.Client {
 	if server == "" {
 		server = "http://" + DefaultAddr
 	}
-	return shttp.NewClient(server, key)
+	cl := shttp.NewClient(server, key)
+	a.pinCA(cl, c.CAPEM)
+	return cl
 }
 
 func (a *app) printJSON(cmd *cobra.Command, v any) error {
@@ -132,22 +139,30 @@ Client commands find the server and API key in $SUANLI_HOME/config.json
 	root.PersistentFlags().StringVar(&a.home, "home", defaultHome(), "Suanli home directory (data, config); env SUANLI_HOME")
 	root.PersistentFlags().StringVar(&a.server, "server", "", "server URL (default from config, SUANLI_SERVER, or http://"+DefaultAddr+")")
 	root.PersistentFlags().StringVar(&a.apiKey, "api-key", "", "API key (default from config or SUANLI_API_KEY)")
+	root.PersistentFlags().StringVar(&a.caFile, "ca-file", os.Getenv("SUANLI_CA_FILE"), "CA certificate to trust for an HTTPS server (default: the CA pinned in the config); env SUANLI_CA_FILE")
 	root.AddGroup(&cobra.Group{ID: "run", Title: "Run Suanli:"}, &cobra.Group{ID: "rent", Title: "Rent:"},
 		&cobra.Group{ID: "host", Title: "Provide:"}, &cobra.Group{ID: "money", Title: "Pay:"})
 	for _, c := range []*cobra.Command{newUpCmd(a), newServerCmd(a), newAgentCmd(a)} {
 		c.GroupID = "run"
 		root.AddCommand(c)
 	}
-	for _, c := range []*cobra.Command{newSearchCmd(a), newCreateCmd(a), newLsCmd(a), newShowCmd(a), newLogsCmd(a),
-		newStateCmd(a, "stop"), newStateCmd(a, "start"), newStateCmd(a, "destroy"), newBidCmd(a), newReserveCmd(a), newMarketCmd(a)} {
+	for _, c := range []*cobra.Command{newSearchCmd(a), newQuoteCmd(a), newCreateCmd(a), newLsCmd(a), newShowCmd(a), newLogsCmd(a),
+		newStateCmd(a, "stop"), newStateCmd(a, "start"), newStateCmd(a, "destroy"), newExecCmd(a), newTopCmd(a), newTemplatesCmd(a), newVolumeCmd(a),
+		newSSHCmd(a), newSSHKeysCmd(a), newAllowlistCmd(a), newBidCmd(a), newReserveCmd(a), newMarketCmd(a)} {
 		c.GroupID = "rent"
 		root.AddCommand(c)
 	}
-	h := newHostCmd(a)
-	h.GroupID = "host"
-	root.AddCommand(h)
-	for _, c := range []*cobra.Command{newBillingCmd(a), newAdminCmd(a)} {
+	for _, c := range []*cobra.Command{newHostCmd(a), newDoctorCmd(a)} {
+		c.GroupID = "host"
+		root.AddCommand(c)
+	}
+	for _, c := range []*cobra.Command{newBillingCmd(a), newBudgetCmd(a), newCostCmd(a), newAdminCmd(a)} {
 		c.GroupID = "money"
+		root.AddCommand(c)
+	}
+	root.AddGroup(&cobra.Group{ID: "advise", Title: "Advise:"})
+	for _, c := range advisecli.Commands(func(context.Context) (suanli.OfferService, error) { return a.client(), nil }) {
+		c.GroupID = "advise"
 		root.AddCommand(c)
 	}
 	return root
@@ -158,6 +173,10 @@ func main() {
 	defer stop()
 	root := newRootCmd()
 	if err := root.ExecuteContext(ctx); err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			os.Exit(ee.code) // a remote command's exit code, already explained by its output
+		}
 		fmt.Fprintln(os.Stderr, "error:", errorText(err))
 		os.Exit(exitCode(err))
 	}

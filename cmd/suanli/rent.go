@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -118,11 +119,13 @@ func rentableText(o *suanli.Offer) string {
 func newCreateCmd(a *app) *cobra.Command {
 	var c suanli.InstanceCreate
 	var env []string
-	var bid, maxPrice, query string
+	var bid, query string
 	var count int
-	var allOrNothing, jsonOut bool
+	var allOrNothing, jsonOut, dryRun bool
+	var g guardFlags
+	var mounts []string
 	cmd := &cobra.Command{
-		Use:   "create [OFFER] --image IMAGE [flags] [-- CMD ARGS...]",
+		Use:   "create [OFFER] (--image IMAGE | --template NAME) [flags] [-- CMD ARGS...]",
 		Short: "Rent an offer (or offers a query picks) and run an image (and command) on it",
 		Long: `Rent an offer from 'suanli search' and run IMAGE on it. Everything after
 -- is the command. By default you rent every free GPU of the offer,
@@ -139,7 +142,12 @@ may preempt interruptible ones to get its GPUs; it starts once they stopped.
 Instead of an offer, --query picks offers with the query language
 (num_gpus there is the GPUs per instance; --max-price bounds the compute
 price per instance-hour). --count N rents N instances in one request;
---all-or-nothing rents none unless all N can be placed.`,
+--all-or-nothing rents none unless all N can be placed.
+
+Ghost-spend guards are on by default: an instance idle (CPU and GPU under
+5%) for 60 minutes is stopped (--idle-stop 30m, or off). Add --ttl 8h to stop
+it 8 hours after it starts, --stop-window "Mon-Fri 22:00-06:00" for nights.
+--dry-run prints the itemized quote and pre-flight checks instead.`,
 		Example: `  suanli create 3 --image ubuntu:24.04 -- sh -c 'nvidia-smi; sleep 3600'
   suanli create 3 --image pytorch/pytorch --gpus 1 --disk 50 --env WANDB_MODE=offline --label train-1
   suanli create 3 --image ubuntu:24.04 --bid 0.25 -- ./train.sh
@@ -183,16 +191,32 @@ price per instance-hour). --count N rents N instances in one request;
 				}
 				c.Bid = &m
 			}
-			var maxP suanli.Money
-			if maxPrice != "" {
-				m, err := suanli.ParseMoney(maxPrice)
-				if err != nil {
-					return suanli.FieldErrorf("max-price", "%v", err)
+			if err := g.apply(&c); err != nil {
+				return err
+			}
+			maxP := c.Restart.MaxPrice // --max-price bounds this placement and any relaunch
+			var err error
+			if c.Volumes, err = parseMounts(mounts); err != nil {
+				return err
+			}
+			fleet := query != "" || count > 1 || maxP != 0
+			if dryRun {
+				if fleet {
+					return suanli.FieldErrorf("dry-run", "quotes are per offer: drop --query, --count and --max-price, or quote one offer at a time")
 				}
-				maxP = m
+				q, err := a.client().Quote(cmd.Context(), suanli.QuoteRequest{InstanceCreate: c, Hours: 1})
+				if err != nil {
+					return err
+				}
+				if jsonOut {
+					return a.printJSON(cmd, q)
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), "dry run: nothing was rented")
+				printQuote(cmd.OutOrStdout(), q, 1)
+				return nil
 			}
 			out := cmd.OutOrStdout()
-			if query == "" && count <= 1 && maxP == 0 {
+			if !fleet {
 				in, err := a.client().CreateInstance(cmd.Context(), c)
 				if err != nil {
 					return err
@@ -220,7 +244,10 @@ price per instance-hour). --count N rents N instances in one request;
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&c.Image, "image", "", "Docker image to run (required)")
+	f.StringVar(&c.Image, "image", "", "Docker image to run (required unless --template gives one)")
+	f.StringVar(&c.Template, "template", "", "a preset with image, disk, ports and command (suanli templates)")
+	f.StringArrayVarP(&mounts, "volume", "v", nil, "attach a volume of the same machine: NAME:/path (repeatable)")
+	f.IntSliceVarP(&c.Ports, "port", "p", nil, "container TCP port to publish (repeatable); the host port is in show and in SUANLI_TCP_PORT_<n>")
 	f.Int64Var(&c.DiskGB, "disk", suanli.DefaultDiskGB, "disk size in GB")
 	f.IntVar(&c.GPUCount, "gpus", 0, "GPUs to rent per instance (default: every free GPU of the offer; 1 with --query)")
 	f.IntVar(&c.CPUCores, "cpus", 0, "CPU cores to rent on a CPU-only offer (default: all free)")
@@ -228,10 +255,11 @@ price per instance-hour). --count N rents N instances in one request;
 	f.StringVar(&c.Label, "label", "", "a label to recognise the instance")
 	f.StringVar(&bid, "bid", "", "rent interruptible at this price per hour for the whole instance (e.g. 0.25)")
 	f.StringVar(&query, "query", "", "pick offers with the query language instead of naming one")
-	f.StringVar(&maxPrice, "max-price", "", "most compute may cost per instance-hour (on-demand)")
 	f.IntVar(&count, "count", 1, "instances to rent in this request")
 	f.BoolVar(&allOrNothing, "all-or-nothing", false, "with --count: rent none unless all can be placed")
 	f.BoolVar(&jsonOut, "json", false, "print the new instance (a fleet: the result) as JSON")
+	f.BoolVar(&dryRun, "dry-run", false, "print the itemized quote and pre-flight checks; rent nothing")
+	g.register(cmd)
 	return cmd
 }
 
@@ -317,11 +345,49 @@ func newShowCmd(a *app) *cobra.Command {
 				row("command", strings.Join(in.Cmd, " "))
 			}
 			row("disk", fmt.Sprintf("%d GB", in.DiskGB))
+			for _, v := range in.Volumes {
+				row("volume", fmt.Sprintf("%s at %s", v.Name, v.Path))
+			}
+			for _, p := range in.Ports {
+				if hp, ok := in.PortMap[p]; ok {
+					row("port", fmt.Sprintf("%d/tcp → host port %d", p, hp))
+				} else {
+					row("port", fmt.Sprintf("%d/tcp (not mapped yet)", p))
+				}
+			}
 			row("rates", fmt.Sprintf("%s/h compute, %s/GB-month disk (%s/h, also while stopped), %s/GB out, %s/GB in",
 				in.Rates.ComputePerHour.Decimal(), in.Rates.StoragePerMonth.Decimal(), in.Rates.StoragePerHour(in.DiskGB).Decimal(),
 				in.Rates.InetUpPerGB.Decimal(), in.Rates.InetDownPerGB.Decimal()))
 			row("cost so far", in.CostSoFar.String())
 			row("burn rate", in.BurnRate.String()+"/h")
+			row("guards", describeGuards(in.Guards))
+			if r := in.Restart; r.Policy != "" || r.Recover != "" {
+				desc := "restart " + orDefault(r.Policy, "never")
+				if r.Policy != "" && r.Policy != suanli.RestartNever {
+					desc += fmt.Sprintf(" (max %d)", orDefaultInt(r.MaxRestarts, suanli.DefaultMaxRestarts))
+				}
+				if r.Recover != "" {
+					desc += "; recover " + r.Recover
+				}
+				row("job", fmt.Sprintf("%s; %d restarts, %d relaunches elsewhere", desc, in.Restarts, in.Moves))
+			}
+			if in.Project != "" {
+				row("project", in.Project)
+			}
+			if len(in.Tags) > 0 {
+				var kv []string
+				for k, v := range in.Tags {
+					kv = append(kv, k+"="+v)
+				}
+				slices.Sort(kv)
+				row("tags", strings.Join(kv, " "))
+			}
+			if tm := in.Telemetry; tm != nil {
+				row("utilisation", fmt.Sprintf("CPU %.0f%%, %d MB RAM, GPU %.0f%%, %d MB VRAM", tm.CPUPercent, tm.MemoryMB, tm.GPUUtilPercent, tm.GPUMemoryMB))
+			}
+			for _, h := range in.Hints {
+				row("hint", h)
+			}
 			row("created", in.CreatedAt.Local().Format(time.DateTime))
 			if in.ExitCode != nil {
 				row("exit code", strconv.Itoa(*in.ExitCode))
@@ -483,5 +549,47 @@ runtimes a disk lives on its host and cannot follow.`
 		cmd.Flags().StringVar(&query, "query", "", "with --elsewhere: pick the machine with the query language")
 		cmd.Flags().StringVar(&maxPrice, "max-price", "", "with --elsewhere: most compute may cost per hour")
 	}
+	return cmd
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func orDefaultInt(n, def int) int {
+	if n == 0 {
+		return def
+	}
+	return n
+}
+
+func newTemplatesCmd(a *app) *cobra.Command {
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "templates",
+		Short: "Presets for create: image, recommended disk, ports and start command",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if jsonOut {
+				return a.printJSON(cmd, suanli.Templates)
+			}
+			t := table(cmd.OutOrStdout())
+			fmt.Fprintln(t, "NAME\tIMAGE\tDISK\tPORTS\tGPU\tDESCRIPTION")
+			for _, tp := range suanli.Templates {
+				gpu := "-"
+				if tp.NeedsGPU {
+					gpu = "yes"
+				}
+				fmt.Fprintf(t, "%s\t%s\t%d GB\t%v\t%s\t%s\n", tp.Name, tp.Image, tp.DiskGB, tp.Ports, gpu, tp.Description)
+			}
+			t.Flush()
+			fmt.Fprintln(cmd.OutOrStdout(), "\nuse: suanli create OFFER --template NAME [--disk GB] [-- CMD]")
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
 	return cmd
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/auth/sshca"
+	"github.com/suanli/suanli/auth/tlsca"
 	"github.com/suanli/suanli/control"
 	shttp "github.com/suanli/suanli/http"
 	"github.com/suanli/suanli/sqlstore"
@@ -31,6 +34,9 @@ type serverConfig struct {
 	Heartbeat      time.Duration
 	LostAfter      time.Duration
 	Settle         time.Duration
+	TLS            string   // "off" or "auto" (a private CA and server certificate in HOME/tls)
+	TLSHosts       []string // extra names for the server certificate
+	SSHCAKey       string   // the SSH CA's key file; default HOME/ssh_ca_ed25519
 }
 
 func (c *serverConfig) flags(cmd *cobra.Command) {
@@ -43,6 +49,9 @@ func (c *serverConfig) flags(cmd *cobra.Command) {
 	f.DurationVar(&c.Heartbeat, "heartbeat", 10*time.Second, "agent heartbeat interval (long-poll length)")
 	f.DurationVar(&c.LostAfter, "lost-after", 2*time.Minute, "silence after which a host's instances are lost")
 	f.DurationVar(&c.Settle, "settle-every", 10*time.Second, "how often meters are settled into the ledger")
+	f.StringVar(&c.TLS, "tls", envOr("SUANLI_TLS", "off"), "serve HTTPS: auto creates a CA and a server certificate in HOME/tls (clients and agents pin the CA); off serves HTTP; env SUANLI_TLS")
+	f.StringSliceVar(&c.TLSHosts, "tls-hosts", nil, "extra DNS names or IPs for the server certificate (localhost, 127.0.0.1, the hostname and the listen host are always in)")
+	f.StringVar(&c.SSHCAKey, "ssh-ca-key", os.Getenv("SUANLI_SSH_CA_KEY"), "the SSH certificate authority's key, created on first start (default HOME/ssh_ca_ed25519; replicas must share it); env SUANLI_SSH_CA_KEY")
 }
 
 func envOr(k, def string) string {
@@ -55,10 +64,12 @@ func envOr(k, def string) string {
 // running is a started control plane.
 type running struct {
 	svc      *control.Service
+	api      *shttp.Server
 	store    *sqlstore.DB
 	srv      *http.Server
 	url      string
 	operator *suanli.Account
+	caPEM    []byte // the pinned TLS CA; nil when serving HTTP
 	done     chan struct{}
 }
 
@@ -107,6 +118,14 @@ func startControlPlane(ctx context.Context, a *app, c serverConfig, logger *slog
 		store.Close()
 		return nil, err
 	}
+	caKey := c.SSHCAKey
+	if caKey == "" {
+		caKey = filepath.Join(a.home, "ssh_ca_ed25519")
+	}
+	if svc.SSHAuthority, err = sshca.LoadOrCreate(caKey); err != nil {
+		store.Close()
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {
 		store.Close()
@@ -116,7 +135,24 @@ func startControlPlane(ctx context.Context, a *app, c serverConfig, logger *slog
 		return nil, fmt.Errorf("listen on %s: %w", c.Addr, err)
 	}
 	url := "http://" + ln.Addr().String()
-	op, err := bootstrapOperator(ctx, a, svc, url, credit)
+	var caPEM []byte
+	switch c.TLS {
+	case "off", "":
+	case "auto":
+		b, err := tlsca.LoadOrCreate(filepath.Join(a.home, "tls"), tlsHosts(c.Addr, c.TLSHosts), time.Now())
+		if err != nil {
+			ln.Close()
+			store.Close()
+			return nil, err
+		}
+		ln, url, caPEM = tls.NewListener(ln, b.ServerConfig()), "https://"+ln.Addr().String(), b.CAPEM
+		logger.Info("serving https", "ca_fingerprint", b.Fingerprint(), "ca_file", filepath.Join(a.home, "tls", tlsca.CAFile))
+	default:
+		ln.Close()
+		store.Close()
+		return nil, suanli.FieldErrorf("tls", "%q: use auto or off", c.TLS)
+	}
+	op, err := bootstrapOperator(ctx, a, svc, url, credit, string(caPEM))
 	if err != nil {
 		ln.Close()
 		store.Close()
@@ -125,7 +161,7 @@ func startControlPlane(ctx context.Context, a *app, c serverConfig, logger *slog
 	api := shttp.NewServer(svc, logger)
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
 		WriteTimeout: 2*c.Heartbeat + time.Minute, IdleTimeout: 2 * time.Minute}
-	r := &running{svc: svc, store: store, srv: srv, url: url, operator: op, done: make(chan struct{})}
+	r := &running{svc: svc, api: api, store: store, srv: srv, url: url, operator: op, caPEM: caPEM, done: make(chan struct{})}
 	loopsDone := make(chan struct{})
 	go func() {
 		defer close(loopsDone)
@@ -151,7 +187,7 @@ func startControlPlane(ctx context.Context, a *app, c serverConfig, logger *slog
 
 // bootstrapOperator makes sure the operator account exists and that the
 // home's client config holds a working key for it.
-func bootstrapOperator(ctx context.Context, a *app, svc *control.Service, url string, credit suanli.Money) (*suanli.Account, error) {
+func bootstrapOperator(ctx context.Context, a *app, svc *control.Service, url string, credit suanli.Money, caPEM string) (*suanli.Account, error) {
 	op, err := svc.Store.FindAccountByName(ctx, "operator")
 	if suanli.ErrorCode(err) == suanli.ENOTFOUND {
 		var secret string
@@ -159,14 +195,14 @@ func bootstrapOperator(ctx context.Context, a *app, svc *control.Service, url st
 		if err != nil {
 			return nil, err
 		}
-		return op, writeClientConfig(a.configPath(), clientConfig{Server: url, APIKey: secret})
+		return op, writeClientConfig(a.configPath(), clientConfig{Server: url, APIKey: secret, CAPEM: caPEM})
 	} else if err != nil {
 		return nil, err
 	}
 	cfg, _ := readClientConfig(a.configPath())
 	if cfg.APIKey != "" {
 		if p, err := svc.Authenticate(ctx, cfg.APIKey, "127.0.0.1"); err == nil && p.AccountID == op.ID {
-			cfg.Server = url
+			cfg.Server, cfg.CAPEM = url, caPEM
 			return op, writeClientConfig(a.configPath(), cfg)
 		}
 	}
@@ -174,7 +210,7 @@ func bootstrapOperator(ctx context.Context, a *app, svc *control.Service, url st
 	if err != nil {
 		return nil, err
 	}
-	return op, writeClientConfig(a.configPath(), clientConfig{Server: url, APIKey: secret})
+	return op, writeClientConfig(a.configPath(), clientConfig{Server: url, APIKey: secret, CAPEM: caPEM})
 }
 
 // lockHome takes an exclusive lock on the home so two `up`s cannot share it.
@@ -221,6 +257,10 @@ HOME/config.json (mode 0600).`,
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Suanli control plane at %s (operator key in %s)\n", r.url, a.configPath())
+			if r.caPEM != nil {
+				ca, _ := tlsca.ParseCertPEM(r.caPEM)
+				fmt.Fprintf(cmd.OutOrStdout(), "TLS CA %s (%s): clients and agents pin it\n", tlsca.Fingerprint(ca), filepath.Join(a.home, "tls", tlsca.CAFile))
+			}
 			<-r.done
 			return nil
 		},

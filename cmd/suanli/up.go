@@ -55,8 +55,12 @@ the next time. Running 'up' again reuses the data.`,
 			if ac.DataDir == "" {
 				ac.DataDir = filepath.Join(a.home, "agent")
 			}
+			if ac.SSHAddr == "" {
+				ac.SSHAddr = "127.0.0.1:0" // up is local: SSH too, on a free port
+			}
+			ac.caPEM = r.caPEM
 			opCtx := suanli.NewContextWithPrincipal(ctx, &suanli.Principal{AccountID: r.operator.ID, Role: suanli.RoleOperator, Scopes: []string{suanli.ScopeAll}})
-			agentDone, st, err := startAgent(ctx, ac, r.url, filepath.Join(a.home, "agent.json"), func(ctx context.Context) (string, error) {
+			agentDone, st, coll, err := startAgent(ctx, ac, r.url, filepath.Join(a.home, "agent.json"), func(ctx context.Context) (string, error) {
 				t, err := r.svc.CreateJoinToken(opCtx, time.Hour)
 				if err != nil {
 					return "", err
@@ -68,6 +72,7 @@ the next time. Running 'up' again reuses the data.`,
 				<-r.done
 				return err
 			}
+			r.api.Registry().MustRegister(coll) // one /metrics for the control plane and the local agent
 			m, err := r.svc.FindMachineByID(opCtx, st.MachineID)
 			if err != nil {
 				cancel()

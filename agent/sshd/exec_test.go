@@ -1,0 +1,117 @@
+package sshd_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/agent/sshd"
+	"github.com/suanli/suanli/auth/sshca"
+)
+
+// localExec is an sshd.Execer that runs commands on this machine in a
+// directory, the way docker exec runs them in a container: no terminal,
+// stdin copied then closed, the exit code returned.
+type localExec struct {
+	dir     string
+	running bool
+}
+
+func (l *localExec) Status(ctx context.Context) ([]suanli.InstanceReport, error) {
+	st := suanli.StatusRunning
+	if !l.running {
+		st = suanli.StatusStopped
+	}
+	return []suanli.InstanceReport{{ID: 1, Status: st}}, nil
+}
+
+func (l *localExec) Exec(ctx context.Context, id int64, cmd []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	c := exec.CommandContext(ctx, cmd[0], cmd[1:]...)
+	c.Dir, c.Stdout, c.Stderr = l.dir, stdout, stderr
+	c.Env = []string{"PATH=/usr/bin:/bin", "SUANLI_INSTANCE_ID=" + strconv.FormatInt(id, 10)}
+	c.WaitDelay = time.Second
+	in, _ := c.StdinPipe()
+	if err := c.Start(); err != nil {
+		return 127, nil
+	}
+	go func() { io.Copy(in, stdin); in.Close() }()
+	err := c.Wait()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), nil
+	}
+	return c.ProcessState.ExitCode(), err
+}
+
+// TestExecTarget drives the exec-based target (the Docker runtime's) with
+// the real OpenSSH client: exit codes, a refused terminal that ssh goes on
+// without, a stopped instance, legacy scp, and SFTP through the image's
+// sftp-server (or the message saying it has none).
+func TestExecTarget(t *testing.T) {
+	e := startEnv(t) // for the CA, keys and known_hosts; its server is not used
+	work := t.TempDir()
+	target := &localExec{dir: work, running: true}
+	host, err := sshd.LoadOrCreateHostKey(filepath.Join(e.dir, "host_key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := &sshca.Verifier{}
+	v.SetAuthorities([]string{e.ca.AuthorizedKey()})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	srv := &sshd.Server{HostKey: host, Verifier: v, Target: sshd.ExecTarget{Runtime: target}, Logger: slog.New(slog.NewTextHandler(&testWriter{t}, nil))}
+	go func() { done <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() { cancel(); <-done })
+	e.addr = ln.Addr().(*net.TCPAddr)
+	cert := e.cert(1, 5*time.Minute, "127.0.0.1/32")
+
+	out, errOut, code := e.ssh(cert, "1", nil, `echo "in $SUANLI_INSTANCE_ID at $(pwd)"; exit 5`)
+	if code != 5 || out != "in 1 at "+work+"\n" {
+		t.Errorf("exec: code %d, out %q, err %q", code, out, errOut)
+	}
+	// No terminal here: the request is refused (ssh -t goes on without
+	// one; -tt, which insists, gives up).
+	if _, errOut, _ := e.ssh(cert, "1", []string{"-tt"}, "echo no-tty"); !strings.Contains(errOut, "PTY allocation request failed") {
+		t.Errorf("-tt: stderr %q; want the terminal refused", errOut)
+	}
+
+	src := filepath.Join(e.dir, "f.txt")
+	os.WriteFile(src, []byte("legacy scp"), 0o600)
+	args := append(e.sshArgs(cert), "-O", "-P", strconv.Itoa(e.addr.Port), src, "1@127.0.0.1:f.txt")
+	if _, errOut, code := run(t, "scp", args...); code != 0 {
+		t.Fatalf("scp -O: %s", errOut)
+	}
+	if b, err := os.ReadFile(filepath.Join(work, "f.txt")); err != nil || string(b) != "legacy scp" {
+		t.Errorf("scp -O wrote %q, %v", b, err)
+	}
+	batch := filepath.Join(e.dir, "batch")
+	os.WriteFile(batch, []byte("ls\n"), 0o600)
+	out, errOut, code = run(t, "sftp", append(e.sshArgs(cert), "-b", batch, "-P", strconv.Itoa(e.addr.Port), "1@127.0.0.1")...)
+	_, hasServer := os.Stat("/usr/lib/openssh/sftp-server")
+	if hasServer == nil {
+		if code != 0 || !strings.Contains(out, "f.txt") {
+			t.Errorf("sftp via the image's sftp-server: code %d, out %q, err %q", code, out, errOut)
+		}
+	} else if code == 0 || !strings.Contains(errOut, "no sftp-server") {
+		t.Errorf("sftp without an sftp-server: code %d, err %q; want the reason", code, errOut)
+	}
+
+	target.running = false
+	if _, errOut, code := e.ssh(cert, "1", nil, "echo in"); code == 0 || !strings.Contains(errOut, "instance 1 is stopped") {
+		t.Errorf("stopped instance: code %d, err %q", code, errOut)
+	}
+}

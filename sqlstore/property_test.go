@@ -1,0 +1,161 @@
+package sqlstore_test
+
+import (
+	"context"
+	"math/big"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/sqlstore"
+)
+
+// TestLedgerAgainstOracle drives several instances through long random
+// sequences of start, stop, preemption, top-ups, settlements, traffic and
+// store restarts, and checks the ledger against a math/big oracle: zero
+// drift, postings that sum to zero, every billed second billed exactly once.
+func TestLedgerAgainstOracle(t *testing.T) {
+	for seed := uint64(1); seed <= 4; seed++ {
+		t.Run("", func(t *testing.T) { ledgerOracleRun(t, seed) })
+	}
+}
+
+func ledgerOracleRun(t *testing.T, seed uint64) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "s.db")
+	db, err := sqlstore.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { db.Close() }()
+	rng := rand.New(rand.NewPCG(seed, 99))
+	host := MustAccount(t, db, "host", 0)
+	renter := MustAccount(t, db, "renter", 0)
+	m := MustMachine(t, db, host.ID, 8)
+	now := t0
+	credits := new(big.Int)
+	top := func() {
+		amt := suanli.Money(rng.Int64N(50_000_000) + 1_000_000)
+		if err := db.Credit(ctx, renter.ID, amt, "top-up", now); err != nil {
+			t.Fatal(err)
+		}
+		credits.Add(credits, big.NewInt(int64(amt)))
+	}
+	top()
+	top()
+	type oracle struct {
+		id              int64
+		rate, storeRate suanli.Money
+		status          string
+		billedUS        int64 // µs in running/preempting
+		lifeUS          int64 // µs alive
+		destroyed       bool
+		tx              int64 // bytes sent, billed
+	}
+	var ins []*oracle
+	for i := 0; i < 6; i++ {
+		p := plan(renter, m, []int{i})
+		p.Instance.Rates.ComputePerHour = suanli.Money(rng.Int64N(3_000_000) + 1)
+		p.Instance.Rates.StoragePerMonth = suanli.Money(rng.Int64N(300_000))
+		p.Instance.Rates.FeeBasisPoints = int64(rng.IntN(3000))
+		p.HourlyCost = 0
+		in, err := db.ApplyPlan(ctx, p, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ins = append(ins, &oracle{id: in.ID, rate: p.Instance.Rates.ComputePerHour, storeRate: p.Instance.Rates.StoragePerMonth * 10, status: suanli.StatusPending})
+	}
+	var usageSeq int64
+	for step := 0; step < 600; step++ {
+		d := rng.Int64N(30_000_000) + 1 // up to 30 s, in µs
+		for _, o := range ins {
+			if o.destroyed {
+				continue
+			}
+			o.lifeUS += d
+			if o.status == suanli.StatusRunning || o.status == suanli.StatusPreempting {
+				o.billedUS += d
+			}
+		}
+		now = now.Add(time.Duration(d) * time.Microsecond)
+		o := ins[rng.IntN(len(ins))]
+		switch rng.IntN(9) {
+		case 0, 1:
+			if !o.destroyed {
+				next := []string{suanli.StatusRunning, suanli.StatusStopped, suanli.StatusPreempting, suanli.StatusPreempted, suanli.StatusExited}[rng.IntN(5)]
+				setStatus(t, db, o.id, next, now)
+				o.status = next
+			}
+		case 2:
+			if !o.destroyed && rng.IntN(4) == 0 {
+				setStatus(t, db, o.id, suanli.StatusDestroyed, now)
+				o.status, o.destroyed = suanli.StatusDestroyed, true
+			}
+		case 3, 4:
+			if _, err := db.Settle(ctx, now); err != nil {
+				t.Fatal(err)
+			}
+		case 5:
+			top()
+		case 6: // restart: everything in the store survives
+			db.Close()
+			if db, err = sqlstore.Open(ctx, path); err != nil {
+				t.Fatal(err)
+			}
+		case 7: // traffic, with retries of the same report
+			if !o.destroyed {
+				usageSeq++
+				o.tx += rng.Int64N(3_000_000_000)
+				r := suanli.UsageReport{InstanceID: o.id, Seq: usageSeq, TxBytes: o.tx}
+				for k := 0; k < 1+rng.IntN(3); k++ {
+					if err := db.RecordUsage(ctx, m.ID, []suanli.UsageReport{r}, now); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
+	}
+	for _, o := range ins {
+		if !o.destroyed {
+			setStatus(t, db, o.id, suanli.StatusDestroyed, now)
+			o.destroyed = true
+		}
+	}
+	if _, err := db.Settle(ctx, now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	floorDiv := func(rate suanli.Money, q, period int64) int64 {
+		v := new(big.Int).Mul(big.NewInt(int64(rate)), big.NewInt(q))
+		return v.Quo(v, big.NewInt(period)).Int64()
+	}
+	total := new(big.Int)
+	for _, o := range ins {
+		sum, err := db.FindCharges(ctx, suanli.ChargeFilter{InstanceID: &o.id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := int64(sum.ByKind[suanli.MeterCompute]), floorDiv(o.rate, o.billedUS, suanli.MicrosPerHour); got != want {
+			t.Errorf("seed %d instance %d: compute %d, oracle %d (%d µs billed)", seed, o.id, got, want, o.billedUS)
+		}
+		if got, want := int64(sum.ByKind[suanli.MeterStorage]), floorDiv(o.storeRate, o.lifeUS, suanli.MicrosPerMonth); got != want {
+			t.Errorf("seed %d instance %d: storage %d, oracle %d", seed, o.id, got, want)
+		}
+		if got, want := int64(sum.ByKind[suanli.MeterInetUp]), floorDiv(10_000, o.tx, 1_000_000_000); got != want {
+			t.Errorf("seed %d instance %d: egress %d, oracle %d (%d bytes)", seed, o.id, got, want, o.tx)
+		}
+		total.Add(total, big.NewInt(int64(sum.Total)))
+	}
+	bal, _ := db.LedgerBalance(ctx, suanli.LedgerBalance(renter.ID))
+	if want := new(big.Int).Sub(credits, total); want.Int64() != int64(bal) {
+		t.Errorf("renter balance %d, oracle %s", bal, want)
+	}
+	chk, err := db.CheckLedger(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if chk.PostingSum != 0 || chk.BalanceSum != 0 || len(chk.Mismatched) > 0 || len(chk.UnbalancedTxn) > 0 {
+		t.Errorf("ledger: %+v", chk)
+	}
+}
