@@ -16,6 +16,9 @@ func (s *Service) Run(ctx context.Context) error {
 	defer settle.Stop()
 	sample := time.NewTicker(s.cfg.MarketSampleInterval)
 	defer sample.Stop()
+	if err := s.SampleMarket(ctx); err != nil { // the price history starts now, not an interval later
+		s.Logger.Error("sample market", "err", err)
+	}
 	lease := time.NewTicker(max(time.Second, s.cfg.HeartbeatInterval/2))
 	defer lease.Stop()
 	for {

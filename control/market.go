@@ -184,9 +184,12 @@ func (s *Service) ChangeBid(ctx context.Context, id int64, bid suanli.Money) (*s
 	if err != nil {
 		return nil, err
 	}
-	units, word := in.GPUCount, "GPUs"
+	units, word := in.GPUCount, "GPU"
 	if !m.IsGPU() {
-		units, word = in.CPUCores, "cores"
+		units, word = in.CPUCores, "core"
+	}
+	if units != 1 {
+		word += "s"
 	}
 	if min := m.Listing.MinBid * suanli.Money(units); bid < min {
 		return nil, suanli.FieldErrorf("bid", "%s/h is below offer %d's minimum bid of %s/h for %d %s", bid, m.ID, min, units, word)

@@ -134,7 +134,8 @@ func (s *Service) request(ctx context.Context, p *suanli.Principal, fc *suanli.F
 		ids = append(ids, o.MachineID)
 	}
 	if len(ids) == 0 {
-		return req, nil, suanli.Errorf(suanli.ECONFLICT, "no listed offer matches %q: try `suanli search %s --explain`", filter, strings.ReplaceAll(filter, "rentable=any", ""))
+		shown := strings.TrimSpace(strings.ReplaceAll(filter, "rentable=any", ""))
+		return req, nil, suanli.Errorf(suanli.ECONFLICT, "no listed offer matches %s: see why with `suanli search '%s' --explain`", shown, shown)
 	}
 	return req, ids, nil
 }

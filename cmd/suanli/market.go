@@ -32,7 +32,7 @@ func printCreated(w io.Writer, in *suanli.Instance) {
 	fmt.Fprintf(w, "instance %d created on machine %d: %s; %s/h compute + %s/h disk (%d GB)\n", in.ID, in.MachineID,
 		rentalText(in), in.Rates.ComputePerHour.Decimal(), in.Rates.StoragePerHour(in.DiskGB).Decimal(), in.DiskGB)
 	if in.Status == suanli.StatusScheduling && in.StatusMessage != "" {
-		fmt.Fprintf(w, "  it %s\n", in.StatusMessage)
+		fmt.Fprintf(w, "  %s\n", in.StatusMessage)
 	}
 }
 
@@ -238,9 +238,11 @@ func writePrices(w io.Writer, st *suanli.PriceStats) {
 		}
 	}
 	fmt.Fprintln(w)
-	if lo >= 0 {
-		fmt.Fprintf(w, "listed    %s  %s … %s\n", spark(st.Series, func(b suanli.PriceBucket) float64 { return float64(b.Listed) }, float64(lo), float64(hi)), lo, hi)
-		fmt.Fprintf(w, "bids      %s\n", spark(st.Series, func(b suanli.PriceBucket) float64 { return float64(b.Bid) }, float64(lo), float64(hi)))
+	if st.Listed.Count > 0 {
+		fmt.Fprintf(w, "listed    %s  %s … %s per GPU-hour\n", spark(st.Series, func(b suanli.PriceBucket) float64 { return float64(b.Listed) }, float64(lo), float64(hi)), lo, hi)
+	}
+	if st.Bids.Count > 0 {
+		fmt.Fprintf(w, "bids      %s  %s … %s per GPU-hour\n", spark(st.Series, func(b suanli.PriceBucket) float64 { return float64(b.Bid) }, float64(lo), float64(hi)), lo, hi)
 	}
 	fmt.Fprintf(w, "fill      %s  0 … 100%%\n", spark(st.Series, func(b suanli.PriceBucket) float64 {
 		if b.FillRate < 0 {
