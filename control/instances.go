@@ -2,6 +2,9 @@ package control
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"time"
@@ -75,6 +78,23 @@ func validateCreate(c *suanli.InstanceCreate) error {
 			return suanli.FieldErrorf("env", "%s: names starting with SUANLI_ are reserved", k)
 		}
 	}
+	for k, v := range c.SecretEnv {
+		if !envKey.MatchString(k) {
+			return suanli.FieldErrorf("secret_env", "%q is not a valid variable name (letters, digits, _; not starting with a digit)", k)
+		}
+		if strings.HasPrefix(k, "SUANLI_") {
+			return suanli.FieldErrorf("secret_env", "%s: names starting with SUANLI_ are reserved", k)
+		}
+		if _, dup := c.Env[k]; dup {
+			return suanli.FieldErrorf("secret_env", "%s is also in env: give it once", k)
+		}
+		if len(v) > 32<<10 || strings.ContainsRune(v, 0) {
+			return suanli.FieldErrorf("secret_env", "%s: a value of at most 32 KiB without NUL bytes", k)
+		}
+	}
+	if r := c.RegistryAuth; r != nil && (r.Username == "" || r.Password == "") {
+		return suanli.FieldErrorf("registry_auth", "give both a username and a password (or a token as the password)")
+	}
 	if len(c.Label) > 200 {
 		return suanli.FieldErrorf("label", "longer than 200 characters")
 	}
@@ -114,18 +134,78 @@ func validateCreate(c *suanli.InstanceCreate) error {
 	return nil
 }
 
-// ownInstance loads an instance the caller may see: their own, or any for
-// an operator. Another tenant's instance is ENOTFOUND.
-func (s *Service) ownInstance(ctx context.Context, scope string, id int64) (*suanli.Principal, *suanli.Instance, error) {
-	p, err := principal(ctx, scope)
+// secretsPurpose binds an instance's sealed secrets to its account.
+func secretsPurpose(accountID int64) string {
+	return fmt.Sprintf("instance secrets of account %d", accountID)
+}
+
+// sealedPrefix marks a text column that holds a sealed secret.
+const sealedPrefix = "sealed:v1:"
+
+// sealText seals a secret for a text column (a budget's webhook secret).
+func (s *Service) sealText(plain, purpose string) string {
+	return sealedPrefix + base64.RawStdEncoding.EncodeToString(s.sealer.Seal([]byte(plain), purpose))
+}
+
+// openText opens what sealText returned; a value stored before secrets
+// were sealed comes back as it is.
+func (s *Service) openText(v, purpose string) (string, error) {
+	rest, ok := strings.CutPrefix(v, sealedPrefix)
+	if !ok {
+		return v, nil
+	}
+	b, err := base64.RawStdEncoding.DecodeString(rest)
 	if err != nil {
-		return nil, nil, err
+		return "", err
+	}
+	plain, err := s.sealer.Open(b, purpose)
+	return string(plain), err
+}
+
+func webhookPurpose(accountID int64) string {
+	return fmt.Sprintf("budget webhook secret of account %d", accountID)
+}
+
+// openSecrets returns an instance's secrets in the clear (for its agent).
+func (s *Service) openSecrets(in *suanli.Instance) (*suanli.InstanceSecrets, error) {
+	if len(in.Sealed) == 0 {
+		return nil, nil
+	}
+	plain, err := s.sealer.Open(in.Sealed, secretsPurpose(in.AccountID))
+	if err != nil {
+		return nil, fmt.Errorf("instance %d: %w", in.ID, err)
+	}
+	var sec suanli.InstanceSecrets
+	if err := json.Unmarshal(plain, &sec); err != nil {
+		return nil, fmt.Errorf("instance %d secrets: %w", in.ID, err)
+	}
+	return &sec, nil
+}
+
+// ownInstance loads an instance the caller may see: their own, or any for
+// an operator. Another tenant's instance is ENOTFOUND. self says whether an
+// instance's own token may do this to its instance (read, stop, progress);
+// such a token sees no other instance.
+func (s *Service) ownInstance(ctx context.Context, scope string, id int64, self bool) (*suanli.Principal, *suanli.Instance, error) {
+	p := suanli.PrincipalFromContext(ctx)
+	if p != nil && p.InstanceID != 0 {
+		if id != p.InstanceID {
+			return nil, nil, suanli.Errorf(suanli.ENOTFOUND, "instance %d not found", id)
+		}
+		if !self || !p.Can(suanli.ScopeInstanceSelf) {
+			return nil, nil, suanli.Errorf(suanli.EFORBIDDEN, "an instance's token may only read, stop and report progress of its instance")
+		}
+	} else {
+		var err error
+		if p, err = principal(ctx, scope); err != nil {
+			return nil, nil, err
+		}
 	}
 	in, err := s.Store.FindInstanceByID(ctx, id, s.now())
 	if err != nil {
 		return nil, nil, err
 	}
-	if in.AccountID != p.AccountID && p.Role != suanli.RoleOperator {
+	if in.AccountID != p.AccountID && (p.Role != suanli.RoleOperator || p.InstanceID != 0) {
 		return nil, nil, suanli.Errorf(suanli.ENOTFOUND, "instance %d not found", id)
 	}
 	return p, in, nil
@@ -133,15 +213,21 @@ func (s *Service) ownInstance(ctx context.Context, scope string, id int64) (*sua
 
 // FindInstanceByID returns one of the caller's instances.
 func (s *Service) FindInstanceByID(ctx context.Context, id int64) (*suanli.Instance, error) {
-	_, in, err := s.ownInstance(ctx, suanli.ScopeInstanceRead, id)
+	_, in, err := s.ownInstance(ctx, suanli.ScopeInstanceRead, id, true)
 	if err == nil {
 		s.decorate(in)
 	}
 	return in, err
 }
 
-// FindInstances lists the caller's instances.
+// FindInstances lists the caller's instances (an instance's token: its own).
 func (s *Service) FindInstances(ctx context.Context, f suanli.InstanceFilter) ([]*suanli.Instance, int, error) {
+	if p := suanli.PrincipalFromContext(ctx); p != nil && p.InstanceID != 0 {
+		f.AccountID, f.ID = &p.AccountID, &p.InstanceID
+		ins, n, err := s.Store.FindInstances(ctx, f, s.now())
+		s.decorate(ins...)
+		return ins, n, err
+	}
 	p, err := principal(ctx, suanli.ScopeInstanceRead)
 	if err != nil {
 		return nil, 0, err
@@ -152,10 +238,43 @@ func (s *Service) FindInstances(ctx context.Context, f suanli.InstanceFilter) ([
 	return ins, n, err
 }
 
+// ReportProgress records a workload's note about itself in its instance's
+// history; an instance's own token may call it.
+func (s *Service) ReportProgress(ctx context.Context, id int64, pr suanli.Progress) (*suanli.Instance, error) {
+	_, in, err := s.ownInstance(ctx, suanli.ScopeInstanceWrite, id, true)
+	if err != nil {
+		return nil, err
+	}
+	pr.Message = strings.TrimSpace(pr.Message)
+	if pr.Message == "" && pr.Percent == nil {
+		return nil, suanli.FieldErrorf("message", "say something: a message, a percent, or both")
+	}
+	if len(pr.Message) > 500 || strings.ContainsAny(pr.Message, "\x00\n\r") {
+		return nil, suanli.FieldErrorf("message", "one line of at most 500 characters")
+	}
+	msg := "progress"
+	if pr.Percent != nil {
+		if *pr.Percent < 0 || *pr.Percent > 100 {
+			return nil, suanli.FieldErrorf("percent", "%g is outside 0..100", *pr.Percent)
+		}
+		msg += fmt.Sprintf(" %.4g%%", *pr.Percent)
+	}
+	if pr.Message != "" {
+		msg += ": " + pr.Message
+	}
+	if in.Status == suanli.StatusDestroyed {
+		return nil, suanli.Errorf(suanli.ECONFLICT, "instance %d is destroyed", id)
+	}
+	if err := s.Store.AddInstanceEvent(ctx, id, s.now(), in.Status, msg); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
 // StopInstance asks the agent to stop the workload; compute billing ends
 // now. A preempted or queued instance stops waiting for GPUs.
 func (s *Service) StopInstance(ctx context.Context, id int64) (*suanli.Instance, error) {
-	return s.changeInstance(ctx, id, func(in *suanli.Instance) error {
+	return s.changeInstance(ctx, id, true, func(in *suanli.Instance) error {
 		in.WaitingSince = nil
 		switch in.Status {
 		case suanli.StatusDestroyed:
@@ -180,15 +299,15 @@ func (s *Service) StopInstance(ctx context.Context, id int64) (*suanli.Instance,
 // DestroyInstance ends the rental: all billing stops now; the agent removes
 // the workload and its data. Its GPUs go to whoever waits for them.
 func (s *Service) DestroyInstance(ctx context.Context, id int64) (*suanli.Instance, error) {
-	return s.changeInstance(ctx, id, func(in *suanli.Instance) error {
+	return s.changeInstance(ctx, id, false, func(in *suanli.Instance) error {
 		in.Desired, in.WaitingSince = suanli.DesiredDestroyed, nil
 		in.Status, in.StatusMessage = suanli.StatusDestroyed, "destroyed by the renter"
 		return nil
 	})
 }
 
-func (s *Service) changeInstance(ctx context.Context, id int64, fn func(*suanli.Instance) error) (*suanli.Instance, error) {
-	_, in, err := s.ownInstance(ctx, suanli.ScopeInstanceWrite, id)
+func (s *Service) changeInstance(ctx context.Context, id int64, self bool, fn func(*suanli.Instance) error) (*suanli.Instance, error) {
+	_, in, err := s.ownInstance(ctx, suanli.ScopeInstanceWrite, id, self)
 	if err != nil {
 		return nil, err
 	}
@@ -208,7 +327,7 @@ func (s *Service) changeInstance(ctx context.Context, id int64, fn func(*suanli.
 
 // InstanceLogs returns up to 256 KiB of an instance's log from offset.
 func (s *Service) InstanceLogs(ctx context.Context, id int64, offset int64) (*suanli.LogChunk, error) {
-	_, in, err := s.ownInstance(ctx, suanli.ScopeInstanceRead, id)
+	_, in, err := s.ownInstance(ctx, suanli.ScopeInstanceRead, id, true)
 	if err != nil {
 		return nil, err
 	}

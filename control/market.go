@@ -72,7 +72,7 @@ func (s *Service) StartInstance(ctx context.Context, id int64) (*suanli.Instance
 // itself when it wins GPUs), or RecreateInstance elsewhere. An on-demand
 // start preempts interruptible rentals like a new on-demand rental would.
 func (s *Service) StartInstanceWith(ctx context.Context, id int64, opt suanli.StartOptions) (*suanli.Instance, error) {
-	p, in, err := s.ownInstance(ctx, suanli.ScopeInstanceWrite, id)
+	p, in, err := s.ownInstance(ctx, suanli.ScopeInstanceWrite, id, false)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +81,7 @@ func (s *Service) StartInstanceWith(ctx context.Context, id int64, opt suanli.St
 		return nil, suanli.Errorf(suanli.ECONFLICT, "instance %d is destroyed: create a new one", id)
 	case in.Status == suanli.StatusStopping:
 		// It still holds its GPUs: take the stop back.
-		return s.changeInstance(ctx, id, func(in *suanli.Instance) error {
+		return s.changeInstance(ctx, id, false, func(in *suanli.Instance) error {
 			in.Desired = suanli.DesiredRunning
 			in.Status, in.StatusMessage, in.ExitCode = suanli.StatusPending, "start requested", nil
 			return nil
@@ -126,7 +126,7 @@ func (s *Service) StartInstanceWith(ctx context.Context, id int64, opt suanli.St
 				id, takenBy(h, &c), id, id)
 		}
 	}
-	return s.changeInstance(ctx, id, func(in *suanli.Instance) error {
+	return s.changeInstance(ctx, id, false, func(in *suanli.Instance) error {
 		if in.Status == suanli.StatusDestroyed {
 			return suanli.Errorf(suanli.ECONFLICT, "instance %d is destroyed", id)
 		}
@@ -167,7 +167,7 @@ func takenBy(h *sched.Host, c *sched.Claim) string {
 // arbitrated again, so a raised bid may resume the instance (preempting a
 // lower one) and a lowered bid may lose its GPUs to a waiting higher one.
 func (s *Service) ChangeBid(ctx context.Context, id int64, bid suanli.Money) (*suanli.Instance, error) {
-	_, in, err := s.ownInstance(ctx, suanli.ScopeInstanceWrite, id)
+	_, in, err := s.ownInstance(ctx, suanli.ScopeInstanceWrite, id, false)
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +216,7 @@ func (s *Service) ChangeBid(ctx context.Context, id int64, bid suanli.Money) (*s
 // as it is (its disk too) for the renter to destroy once they have what they
 // need from it; DiskNote says what "the same disk" means on its runtime.
 func (s *Service) RecreateInstance(ctx context.Context, id int64, r suanli.Recreate) (*suanli.RecreateResult, error) {
-	p, old, err := s.ownInstance(ctx, suanli.ScopeInstanceWrite, id)
+	p, old, err := s.ownInstance(ctx, suanli.ScopeInstanceWrite, id, false)
 	if err != nil {
 		return nil, err
 	}
@@ -237,6 +237,14 @@ func (s *Service) RecreateInstance(ctx context.Context, id int64, r suanli.Recre
 		Ports: old.Ports, Template: old.Template}
 	if !m.IsGPU() {
 		c.CPUCores = old.CPUCores
+	}
+	c.AllowedCountries = old.Allowed
+	sec, err := s.openSecrets(old)
+	if err != nil {
+		return nil, err
+	}
+	if sec != nil {
+		c.SecretEnv, c.RegistryAuth = sec.Env, sec.RegistryAuth
 	}
 	switch old.RentalType {
 	case suanli.RentalInterruptible:

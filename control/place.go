@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -186,9 +187,11 @@ func (s *Service) place(ctx context.Context, p *suanli.Principal, fc suanli.Flee
 	if len(fc.Volumes) > 0 && fc.OfferID == 0 {
 		return nil, suanli.FieldErrorf("volumes", "a volume lives on one machine: name its offer instead of a query")
 	}
-	if err := s.checkBudgetsForCreate(ctx, p.AccountID, fc.Project, fc.Tags); err != nil {
+	acct, err := s.prepareCreate(ctx, p, &fc.InstanceCreate)
+	if err != nil {
 		return nil, err
 	}
+	req.AccountResidency, req.RentalResidency = acct.AllowedCountries, fc.AllowedCountries
 	if fc.GPUCount > 0 {
 		// The quota is known before planning: say so before any capacity talk.
 		if err := s.checkQuotaN(ctx, p, fc.GPUCount*req.Count, req.Count, 0); err != nil {
@@ -217,7 +220,11 @@ func (s *Service) place(ctx context.Context, p *suanli.Principal, fc suanli.Flee
 		}
 		ps := make([]sqlstore.Placement, 0, len(res.Placements))
 		for _, pl := range res.Placements {
-			ps = append(ps, s.storePlacement(p, fc, req, byID[pl.HostID], pl))
+			sp, err := s.storePlacement(p, acct, fc, req, byID[pl.HostID], pl)
+			if err != nil {
+				return nil, err
+			}
+			ps = append(ps, sp)
 		}
 		ins, err := s.Store.ApplyPlacements(ctx, ps, s.now())
 		if suanli.ErrorCode(err) == suanli.ECONFLICT {
@@ -259,8 +266,32 @@ func (s *Service) admit(ctx context.Context, p *suanli.Principal, fc suanli.Flee
 	return nil
 }
 
-// storePlacement turns a scheduler placement into the instance to write.
-func (s *Service) storePlacement(p *suanli.Principal, fc suanli.FleetCreate, req sched.Request, h *sched.Host, pl sched.Placement) sqlstore.Placement {
+// prepareCreate does what every rental checks before it is planned: the
+// rental's residency list is valid and within the account's, and the
+// account's budgets allow a new rental. It returns the account.
+func (s *Service) prepareCreate(ctx context.Context, p *suanli.Principal, c *suanli.InstanceCreate) (*suanli.Account, error) {
+	var err error
+	if c.AllowedCountries, err = normalizeResidency("allowed_countries", c.AllowedCountries); err != nil {
+		return nil, err
+	}
+	acct, err := s.Store.FindAccountByID(ctx, p.AccountID)
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range c.AllowedCountries {
+		if len(acct.AllowedCountries) > 0 && !slices.Contains(acct.AllowedCountries, v) {
+			return nil, suanli.FieldErrorf("allowed_countries", "%s is outside what your account allows (%s)", v, strings.Join(acct.AllowedCountries, ", "))
+		}
+	}
+	if err := s.checkBudgetsForCreate(ctx, p.AccountID, c.Project, c.Tags); err != nil {
+		return nil, err
+	}
+	return acct, nil
+}
+
+// storePlacement turns a scheduler placement into the instance to write,
+// its secrets sealed.
+func (s *Service) storePlacement(p *suanli.Principal, acct *suanli.Account, fc suanli.FleetCreate, req sched.Request, h *sched.Host, pl sched.Placement) (sqlstore.Placement, error) {
 	c := fc.InstanceCreate
 	in := &suanli.Instance{
 		AccountID: p.AccountID, MachineID: h.ID, HostID: h.OwnerID, Label: c.Label, Image: c.Image, Cmd: c.Cmd, Env: c.Env,
@@ -281,11 +312,31 @@ func (s *Service) storePlacement(p *suanli.Principal, fc suanli.FleetCreate, req
 	if in.Env == nil {
 		in.Env = map[string]string{}
 	}
+	in.Allowed = c.AllowedCountries
+	if len(in.Allowed) == 0 {
+		in.Allowed = acct.AllowedCountries
+	}
+	if len(c.SecretEnv) > 0 || c.RegistryAuth != nil {
+		plain, err := json.Marshal(suanli.InstanceSecrets{Env: c.SecretEnv, RegistryAuth: c.RegistryAuth})
+		if err != nil {
+			return sqlstore.Placement{}, err
+		}
+		in.Sealed = s.sealer.Seal(plain, secretsPurpose(p.AccountID))
+		if len(c.SecretEnv) > 0 {
+			in.SecretEnv = map[string]string{}
+			for k := range c.SecretEnv {
+				in.SecretEnv[k] = suanli.SecretMask
+			}
+		}
+		if r := c.RegistryAuth; r != nil {
+			in.RegistryAuth = &suanli.RegistryAuth{Server: r.Server, Username: r.Username, Password: suanli.SecretMask}
+		}
+	}
 	sp := sqlstore.Placement{Instance: in, HourlyCost: pl.HourlyCost, RAMMB: pl.RAMMB}
 	for _, v := range pl.Preempt {
 		sp.Preempt = append(sp.Preempt, sqlstore.Victim{ID: v.ID, Version: v.Version})
 	}
-	return sp
+	return sp, nil
 }
 
 // placed wakes the agents, refreshes the offers and says what was rented.
@@ -347,7 +398,7 @@ func (s *Service) unplacedError(fc suanli.FleetCreate, snap *sched.Snapshot, res
 		switch r.Step {
 		case "listed":
 			return suanli.Errorf(suanli.ENOTFOUND, "offer %d not found: it is not listed (search again)", fc.OfferID)
-		case "simulated":
+		case "simulated", "residency":
 			return suanli.Errorf(suanli.EFORBIDDEN, "%s", r.Reason)
 		case "online":
 			h := snap.Hosts[0]

@@ -14,7 +14,7 @@ import (
 // again until the reservation ends (it then returns to the on-demand rate).
 // Reserved instances are never preempted.
 func (s *Service) ReserveInstance(ctx context.Context, id int64, days int) (*suanli.Reservation, error) {
-	_, in, err := s.ownInstance(ctx, suanli.ScopeInstanceWrite, id)
+	_, in, err := s.ownInstance(ctx, suanli.ScopeInstanceWrite, id, false)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +60,7 @@ func (s *Service) ReserveInstance(ctx context.Context, id int64, days int) (*sua
 // host's cancellation fee (suanli.Reservation.RefundAt), posted back through
 // the ledger; the instance continues on-demand at its locked rate.
 func (s *Service) CancelReservation(ctx context.Context, id int64) (*suanli.Reservation, error) {
-	if _, _, err := s.ownInstance(ctx, suanli.ScopeInstanceWrite, id); err != nil {
+	if _, _, err := s.ownInstance(ctx, suanli.ScopeInstanceWrite, id, false); err != nil {
 		return nil, err
 	}
 	now := s.now()

@@ -17,13 +17,18 @@ type Request struct {
 	Bid        suanli.Money // per hour for the whole instance (interruptible)
 	FeeBP      int64        // platform fee in basis points
 
-	GPUNames    []string     // any of these models (case-insensitive, _ as space); empty: any
-	MinGPUMemMB int64        // per GPU
-	MinCPUCores int          // allotted with the GPUs (GPU hosts)
-	MinRAMMB    int64        // allotted with the GPUs or cores
-	Regions     []string     // any of; empty: any
-	Countries   []string     // ISO 3166 alpha-2, any of; empty: any
-	MaxPrice    suanli.Money // compute per hour for one instance; 0: no limit
+	GPUNames    []string // any of these models (case-insensitive, _ as space); empty: any
+	MinGPUMemMB int64    // per GPU
+	MinCPUCores int      // allotted with the GPUs (GPU hosts)
+	MinRAMMB    int64    // allotted with the GPUs or cores
+	Regions     []string // any of; empty: any
+	Countries   []string // ISO 3166 alpha-2, any of; empty: any
+	// AccountResidency and RentalResidency are data-residency lists
+	// (countries or regions, see CheckResidency): the account's and the
+	// rental's own; empty allows anywhere.
+	AccountResidency []string
+	RentalResidency  []string
+	MaxPrice         suanli.Money // compute per hour for one instance; 0: no limit
 	// AccountID is the renter: a simulated host is rentable only by its
 	// owner unless AllowSimulated.
 	AccountID      int64

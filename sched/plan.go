@@ -106,6 +106,9 @@ var checks = []check{
 		}
 		return ""
 	}},
+	{"residency", "allowed_countries", func(h *Host, r *Request) string {
+		return residencyWhy(h.ID, h.Country, h.Region, r.AccountResidency, r.RentalResidency)
+	}},
 	{"kind", "num_gpus", func(h *Host, r *Request) string {
 		if !h.IsGPU() && (r.GPUCount > 0 || len(r.GPUNames) > 0 || r.MinGPUMemMB > 0) {
 			return fmt.Sprintf("offer %d is CPU-only, you asked for GPUs", h.ID)

@@ -43,6 +43,8 @@ type agentConfig struct {
 	BlockHost string
 	// SubnetPool is where Docker instance networks take a /28 each.
 	SubnetPool string
+	// DockerNamespace separates agents sharing one Docker daemon.
+	DockerNamespace string
 	// FenceAfter stops billed workloads after this long without reaching
 	// the control plane (its lost_after minus a margin), so a rental the
 	// control plane gave up on never runs twice.
@@ -57,6 +59,7 @@ func (c *agentConfig) flags(cmd *cobra.Command) {
 	f.StringVar(&c.SSHAddr, "ssh-addr", os.Getenv("SUANLI_SSH_ADDR"), "where the SSH endpoint for renters listens (HOST:PORT; port 0 picks a free one; off: no SSH); default :2222 for agent, 127.0.0.1:0 for up; env SUANLI_SSH_ADDR")
 	f.StringVar(&c.SSHAdvertise, "ssh-advertise", os.Getenv("SUANLI_SSH_ADVERTISE"), "host or IP renters reach the SSH endpoint at (default: the address the control plane sees this agent at); env SUANLI_SSH_ADVERTISE")
 	f.StringVar(&c.BlockHost, "block-host-access", "auto", "keep Docker instances from reaching this host's own ports: auto (when root with iptables), on, off")
+	f.StringVar(&c.DockerNamespace, "docker-namespace", "", "name prefix for this agent's containers, networks and volumes, when several agents share one Docker daemon")
 	f.StringVar(&c.SubnetPool, "subnet-pool", "", "CIDR where each Docker instance network takes a /28 (default: the daemon's pools, about 30 networks)")
 	f.DurationVar(&c.FenceAfter, "fence-after", 100*time.Second, "stop running instances after this long without the control plane (its lost-after minus a margin; 0 disables)")
 	cmd.RegisterFlagCompletionFunc("runtime", cobra.FixedCompletions([]string{"auto", "docker", "process"}, cobra.ShellCompDirectiveNoFileComp))
@@ -90,7 +93,7 @@ func detect(ctx context.Context, c agentConfig, dataDir string) (suanli.Hardware
 
 func newRuntime(ctx context.Context, c agentConfig, dataDir string, logger *slog.Logger) (agent.Runtime, error) {
 	dockerOpts := func() docker.Options {
-		o := docker.Options{DataDir: filepath.Join(dataDir, "docker"), Logger: logger, SubnetPool: c.SubnetPool}
+		o := docker.Options{DataDir: filepath.Join(dataDir, "docker"), Logger: logger, SubnetPool: c.SubnetPool, Namespace: c.DockerNamespace}
 		switch c.BlockHost {
 		case "on":
 			o.BlockHostAccess = true

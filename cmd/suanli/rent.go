@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -118,10 +119,10 @@ func rentableText(o *suanli.Offer) string {
 
 func newCreateCmd(a *app) *cobra.Command {
 	var c suanli.InstanceCreate
-	var env []string
-	var bid, query string
+	var env, secretEnv, allowed []string
+	var bid, regUser, regServer, query string
 	var count int
-	var allOrNothing, jsonOut, dryRun bool
+	var allOrNothing, jsonOut, dryRun, wait bool
 	var g guardFlags
 	var mounts []string
 	cmd := &cobra.Command{
@@ -184,6 +185,34 @@ it 8 hours after it starts, --stop-window "Mon-Fri 22:00-06:00" for nights.
 				}
 				c.Env[k] = v
 			}
+			for _, kv := range secretEnv {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok {
+					// KEY alone: take the value from this shell, so that it
+					// stays out of the command line and the shell history.
+					v, ok = os.LookupEnv(k)
+					if !ok {
+						return suanli.FieldErrorf("secret-env", "%s: write KEY=VALUE, or export %s and give KEY alone", kv, kv)
+					}
+				}
+				if k == "" {
+					return suanli.FieldErrorf("secret-env", "%q: write KEY=VALUE", kv)
+				}
+				if c.SecretEnv == nil {
+					c.SecretEnv = map[string]string{}
+				}
+				c.SecretEnv[k] = v
+			}
+			if regUser != "" {
+				pw := os.Getenv("SUANLI_REGISTRY_PASSWORD")
+				if pw == "" {
+					return suanli.FieldErrorf("registry-user", "set SUANLI_REGISTRY_PASSWORD to the registry password or token (it is not taken on the command line)")
+				}
+				c.RegistryAuth = &suanli.RegistryAuth{Server: regServer, Username: regUser, Password: pw}
+			}
+			for _, v := range allowed {
+				c.AllowedCountries = append(c.AllowedCountries, strings.Split(v, ",")...)
+			}
 			if bid != "" {
 				m, err := suanli.ParseMoney(bid)
 				if err != nil {
@@ -200,10 +229,10 @@ it 8 hours after it starts, --stop-window "Mon-Fri 22:00-06:00" for nights.
 				return err
 			}
 			fleet := query != "" || count > 1 || maxP != 0
+			if dryRun && fleet {
+				return suanli.FieldErrorf("dry-run", "quotes are per offer: drop --query, --count and --max-price, or quote one offer at a time")
+			}
 			if dryRun {
-				if fleet {
-					return suanli.FieldErrorf("dry-run", "quotes are per offer: drop --query, --count and --max-price, or quote one offer at a time")
-				}
 				q, err := a.client().Quote(cmd.Context(), suanli.QuoteRequest{InstanceCreate: c, Hours: 1})
 				if err != nil {
 					return err
@@ -216,30 +245,42 @@ it 8 hours after it starts, --stop-window "Mon-Fri 22:00-06:00" for nights.
 				return nil
 			}
 			out := cmd.OutOrStdout()
-			if !fleet {
-				in, err := a.client().CreateInstance(cmd.Context(), c)
+			if fleet {
+				res, err := a.client().CreateFleet(cmd.Context(), suanli.FleetCreate{InstanceCreate: c, Count: count, AllOrNothing: allOrNothing,
+					Query: query, MaxPrice: maxP})
 				if err != nil {
 					return err
 				}
 				if jsonOut {
-					return a.printJSON(cmd, in)
+					return a.printJSON(cmd, res)
 				}
-				printCreated(out, in)
-				fmt.Fprintf(out, "next: suanli show %d   suanli logs %d -f   suanli destroy %d\n", in.ID, in.ID, in.ID)
+				for _, in := range res.Instances {
+					printCreated(out, in)
+				}
+				fmt.Fprintln(out, res.Message)
+				if wait {
+					for _, in := range res.Instances {
+						if err := waitRunning(cmd, a, in.ID); err != nil {
+							return err
+						}
+					}
+				}
 				return nil
 			}
-			res, err := a.client().CreateFleet(cmd.Context(), suanli.FleetCreate{InstanceCreate: c, Count: count, AllOrNothing: allOrNothing,
-				Query: query, MaxPrice: maxP})
+			in, err := a.client().CreateInstance(cmd.Context(), c)
 			if err != nil {
 				return err
 			}
 			if jsonOut {
-				return a.printJSON(cmd, res)
+				return a.printJSON(cmd, in)
 			}
-			for _, in := range res.Instances {
-				printCreated(out, in)
+			printCreated(out, in)
+			if wait {
+				if err := waitRunning(cmd, a, in.ID); err != nil {
+					return err
+				}
 			}
-			fmt.Fprintln(out, res.Message)
+			fmt.Fprintf(out, "next: suanli show %d   suanli logs %d -f   suanli destroy %d\n", in.ID, in.ID, in.ID)
 			return nil
 		},
 	}
@@ -252,6 +293,10 @@ it 8 hours after it starts, --stop-window "Mon-Fri 22:00-06:00" for nights.
 	f.IntVar(&c.GPUCount, "gpus", 0, "GPUs to rent per instance (default: every free GPU of the offer; 1 with --query)")
 	f.IntVar(&c.CPUCores, "cpus", 0, "CPU cores to rent on a CPU-only offer (default: all free)")
 	f.StringArrayVar(&env, "env", nil, "environment variable KEY=VALUE (repeatable)")
+	f.StringArrayVar(&secretEnv, "secret-env", nil, "secret environment variable KEY=VALUE, or KEY to take it from this shell: stored encrypted, shown as ***, given to the host's agent only (repeatable)")
+	f.StringVar(&regUser, "registry-user", "", "pull a private image as this user; the password or token comes from SUANLI_REGISTRY_PASSWORD (stored encrypted)")
+	f.StringVar(&regServer, "registry-server", "", "the private registry's address (default: the image's)")
+	f.StringSliceVar(&allowed, "allowed-countries", nil, "run only in these countries or regions (DE,FR or eu-west), on top of your account's restriction")
 	f.StringVar(&c.Label, "label", "", "a label to recognise the instance")
 	f.StringVar(&bid, "bid", "", "rent interruptible at this price per hour for the whole instance (e.g. 0.25)")
 	f.StringVar(&query, "query", "", "pick offers with the query language instead of naming one")
@@ -259,6 +304,7 @@ it 8 hours after it starts, --stop-window "Mon-Fri 22:00-06:00" for nights.
 	f.BoolVar(&allOrNothing, "all-or-nothing", false, "with --count: rent none unless all can be placed")
 	f.BoolVar(&jsonOut, "json", false, "print the new instance (a fleet: the result) as JSON")
 	f.BoolVar(&dryRun, "dry-run", false, "print the itemized quote and pre-flight checks; rent nothing")
+	f.BoolVar(&wait, "wait", false, "wait until it runs, printing progress (image pull, start)")
 	g.register(cmd)
 	return cmd
 }
@@ -345,6 +391,20 @@ func newShowCmd(a *app) *cobra.Command {
 				row("command", strings.Join(in.Cmd, " "))
 			}
 			row("disk", fmt.Sprintf("%d GB", in.DiskGB))
+			if len(in.SecretEnv) > 0 {
+				var names []string
+				for k := range in.SecretEnv {
+					names = append(names, k+"="+suanli.SecretMask)
+				}
+				slices.Sort(names)
+				row("secret env", strings.Join(names, " "))
+			}
+			if in.RegistryAuth != nil {
+				row("registry", in.RegistryAuth.Username+"@"+orDefault(in.RegistryAuth.Server, "the image's registry")+" (password "+suanli.SecretMask+")")
+			}
+			if len(in.Allowed) > 0 {
+				row("may run in", strings.Join(in.Allowed, ", "))
+			}
 			for _, v := range in.Volumes {
 				row("volume", fmt.Sprintf("%s at %s", v.Name, v.Path))
 			}
@@ -592,4 +652,36 @@ func newTemplatesCmd(a *app) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
 	return cmd
+}
+
+// waitRunning follows an instance until it runs (or fails), printing each
+// status and message change: image pull progress, start, failures.
+func waitRunning(cmd *cobra.Command, a *app, id int64) error {
+	c := a.client()
+	last := ""
+	for {
+		in, err := c.FindInstanceByID(cmd.Context(), id)
+		if err != nil {
+			return err
+		}
+		line := in.Status
+		if in.StatusMessage != "" {
+			line += ": " + in.StatusMessage
+		}
+		if line != last {
+			fmt.Fprintf(cmd.ErrOrStderr(), "  %s  %s\n", time.Now().Format(time.TimeOnly), line)
+			last = line
+		}
+		switch in.Status {
+		case suanli.StatusRunning:
+			return nil
+		case suanli.StatusFailed, suanli.StatusExited, suanli.StatusDestroyed, suanli.StatusLost:
+			return suanli.Errorf(suanli.ECONFLICT, "instance %d is %s: %s", id, in.Status, in.StatusMessage)
+		}
+		select {
+		case <-cmd.Context().Done():
+			return nil
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
 }
