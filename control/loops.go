@@ -29,8 +29,14 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	lease := time.NewTicker(max(time.Second, s.cfg.HeartbeatInterval/2))
 	defer lease.Stop()
+	forward := time.NewTicker(time.Second) // bookings start within a second of their start
+	defer forward.Stop()
 	for {
 		select {
+		case <-forward.C:
+			if err := s.RunBookings(ctx); err != nil {
+				s.Logger.Error("run bookings", "err", err)
+			}
 		case <-ctx.Done():
 			// Settle once more so a clean shutdown leaves nothing accrued unposted.
 			if _, err := s.Store.Settle(context.WithoutCancel(ctx), s.now()); err != nil {

@@ -79,6 +79,8 @@ func (s *Service) StartInstanceWith(ctx context.Context, id int64, opt suanli.St
 	switch {
 	case in.Status == suanli.StatusDestroyed:
 		return nil, suanli.Errorf(suanli.ECONFLICT, "instance %d is destroyed: create a new one", id)
+	case in.RentalType == suanli.RentalBooked && in.Desired == suanli.DesiredStopped:
+		return nil, suanli.Errorf(suanli.ECONFLICT, "instance %d ran a booking that has ended: book again (`suanli windows search`) or rent on-demand", id)
 	case in.Status == suanli.StatusStopping:
 		// It still holds its GPUs: take the stop back.
 		return s.changeInstance(ctx, id, false, func(in *suanli.Instance) error {

@@ -110,7 +110,8 @@ func (s *Service) CreateFleet(ctx context.Context, fc suanli.FleetCreate) (*suan
 // request builds the scheduler's request and the candidate hosts.
 func (s *Service) request(ctx context.Context, p *suanli.Principal, fc *suanli.FleetCreate) (sched.Request, []int64, error) {
 	req := sched.Request{CPUCores: fc.CPUCores, DiskGB: fc.DiskGB, RentalType: fc.RentalType, FeeBP: s.cfg.FeeBasisPoints,
-		AccountID: p.AccountID, AllowSimulated: s.cfg.AllowSimulated, Count: max(fc.Count, 1), AllOrNothing: fc.AllOrNothing}
+		AccountID: p.AccountID, AllowSimulated: s.cfg.AllowSimulated, Count: max(fc.Count, 1), AllOrNothing: fc.AllOrNothing,
+		At: s.now().UnixMicro()}
 	if fc.Bid != nil {
 		req.Bid = *fc.Bid
 	}
@@ -154,10 +155,16 @@ func (s *Service) snapshotMachines(ctx context.Context, ids []int64) (*sched.Sna
 		return nil, nil, err
 	}
 	now := s.now()
+	bookings, err := s.liveBookings(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
 	snap := &sched.Snapshot{}
 	byID := make(map[int64]*suanli.Machine, len(ms))
 	for _, m := range ms {
-		snap.Hosts = append(snap.Hosts, hostOf(m, live, now))
+		h := hostOf(m, live, now)
+		h.Holds = holdsOf(bookings, m.ID)
+		snap.Hosts = append(snap.Hosts, h)
 		byID[m.ID] = m
 	}
 	return snap, byID, nil

@@ -30,6 +30,9 @@ type Host struct {
 	Expired bool
 	Listing suanli.Listing
 	Claims  []Claim
+	// Holds are the bookings of the host's GPUs that have not ended
+	// (the forward market), in no particular order.
+	Holds []Hold
 }
 
 // IsGPU reports whether h is rented by the GPU (else by the core).

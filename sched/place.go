@@ -37,6 +37,13 @@ type Request struct {
 	// a plan that cannot place them all places none.
 	Count        int
 	AllOrNothing bool
+	// At is now and Until the end of the rental (unix microseconds; Until
+	// 0: open-ended), for the hosts' bookings: a firm rental must not
+	// overlap them. The scheduler reads no clock.
+	At, Until int64
+	// BookingID is the booking this request launches: its own hold does
+	// not count against it.
+	BookingID int64
 }
 
 // Usage is what a machine's live instances hold now.

@@ -222,7 +222,7 @@ func size(h *Host, r *Request) (sizing, string, string, string) {
 			return z, "bid", "bid", fmt.Sprintf("%s/h is below offer %d's minimum bid of %s/h for %d %s", r.Bid, h.ID, min, z.units, unitWord(h, z.units))
 		}
 		z.rates.ComputePerHour = r.Bid
-	case suanli.RentalOnDemand, suanli.RentalReserved, "":
+	case suanli.RentalOnDemand, suanli.RentalReserved, suanli.RentalBooked, "":
 		if r.MaxPrice > 0 && z.rates.ComputePerHour > r.MaxPrice {
 			return z, "max_price", "max_price", fmt.Sprintf("offer %d costs %s/h for %d %s, above your maximum of %s/h", h.ID, z.rates.ComputePerHour, z.units, unitWord(h, z.units), r.MaxPrice)
 		}
@@ -343,6 +343,9 @@ func evaluate(a *arbiter, out *outcome, h *Host, r *Request, c *candidate) (Reje
 	z, step, field, why := size(h, r)
 	if why != "" {
 		return Rejection{HostID: h.ID, Step: step, Field: field, Reason: why}, false
+	}
+	if why := holdsWhy(h, r, z.units); why != "" {
+		return Rejection{HostID: h.ID, Step: "booked", Reason: why}, false
 	}
 	*c = candidate{z: z, victims: c.victims[:0]}
 	if g, ok := quickFit(h, z.units); ok {

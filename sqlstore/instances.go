@@ -202,7 +202,8 @@ func (s *DB) ApplyPlacements(ctx context.Context, ps []Placement, now time.Time)
 				need = 0
 			}
 			need += p.HourlyCost
-			if bal < burn+need {
+			// A booking's launch was paid for up front, from escrow.
+			if bal < burn+need && in.RentalType != suanli.RentalBooked {
 				what := "this rental costs"
 				if len(ps) > 1 {
 					what = fmt.Sprintf("these %d rentals cost", len(ps))
