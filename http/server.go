@@ -103,6 +103,7 @@ func NewServer(svc *control.Service, logger *slog.Logger) *Server {
 	s.registerSSHRoutes()
 	s.registerCostRoutes()
 	s.registerMarketRoutes()
+	s.registerForwardRoutes()
 	return s
 }
 
