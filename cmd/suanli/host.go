@@ -10,7 +10,8 @@ import (
 
 func newHostCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "host", Short: "Provide machines: list them with prices, see their state"}
-	cmd.AddCommand(newHostMachinesCmd(a), newHostListCmd(a), newHostUnlistCmd(a), newJoinTokenCmd(a), newEarningsCmd(a), newPayoutCmd(a))
+	cmd.AddCommand(newHostMachinesCmd(a), newHostListCmd(a), newHostUnlistCmd(a), newJoinTokenCmd(a), newEarningsCmd(a), newPayoutCmd(a),
+		newOfferWindowCmd(a), newHostWindowsCmd(a), newHostWindowRmCmd(a), newHostCalendarCmd(a))
 	return cmd
 }
 
