@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/advisor"
 	"github.com/suanli/suanli/control"
 	shttp "github.com/suanli/suanli/http"
 )
@@ -56,6 +57,10 @@ type Config struct {
 	// a console behind a TLS-terminating proxy. Requests that arrive over
 	// TLS always get Secure cookies.
 	SecureCookies bool
+	// Catalog returns the public-cloud prices the advisor's comparison
+	// uses, read on each comparison (so that a `suanli catalog import`
+	// shows at once); nil means advisor.BuiltinCatalog.
+	Catalog func() ([]advisor.CatalogRow, error)
 }
 
 // Console serves the web console. Build it with New and mount it with
@@ -119,6 +124,9 @@ func (c *Console) Register(mux *http.ServeMux) {
 	c.registerInstanceRoutes(mux)
 	c.registerBillingRoutes(mux)
 	c.registerHostRoutes(mux)
+	c.registerVolumeRoutes(mux)
+	c.registerAccountRoutes(mux)
+	c.registerAdvisorRoutes(mux)
 }
 
 // handler is a console page or form handler: r's context carries the
@@ -410,6 +418,31 @@ func redirect(w http.ResponseWriter, r *http.Request, path string) {
 	http.Redirect(w, r, path, http.StatusSeeOther)
 }
 
+// confirmPage is the confirmation template's data: the page a destructive
+// form without confirmed=yes gets (JavaScript off; with it, a dialog asks
+// first). Its own form posts Fields back to Post with confirmed=yes.
+type confirmPage struct {
+	Heading string // "Destroy instance 3?"
+	Text    string // what the action does, in full
+	Post    string // the form's action
+	Back    string // where Cancel goes
+	Label   string // the button's text
+	Danger  bool
+	Fields  []hiddenField // the original form's inputs, csrf and confirmed aside
+}
+
+// hiddenField is one input a confirmation page carries over.
+type hiddenField struct{ Name, Value string }
+
+// confirm shows a confirmation page for a form that was not confirmed.
+func (c *Console) confirm(w http.ResponseWriter, r *http.Request, s *session, nav string, p confirmPage) {
+	c.render(w, r, http.StatusOK, "confirm.html", &view{Title: strings.TrimSuffix(p.Heading, "?"), Nav: nav, sess: s, Page: p})
+}
+
+// confirmed reports whether a form carries confirmed=yes (set by the
+// dialog, or by the confirmation page's own form).
+func confirmed(r *http.Request) bool { return r.PostFormValue("confirmed") == "yes" }
+
 // notices are the confirmations a redirect can ask the next page to show.
 // Only these fixed texts are shown, so a crafted link cannot put words of
 // its own on a console page.
@@ -421,6 +454,16 @@ var notices = map[string]string{
 	"listed":    "Listing saved: new rentals get these terms; running ones keep theirs.",
 	"unlisted":  "Taken off the market: running rentals continue.",
 	"signedout": "Signed out.",
+
+	"budgetset":     "Budget saved: its alerts fire once per threshold per period, here and at its webhook.",
+	"budgetdeleted": "Budget deleted.",
+	"volumecreated": "Volume created: it is billed per GB-month until you delete it; attach it when you rent on its machine.",
+	"volumedeleted": "Volume deleted: billing has stopped, and the host overwrites and removes its data.",
+	"keyadded":      "SSH key added: suanli ssh can now get certificates for it.",
+	"keyremoved":    "SSH key removed: no new certificates are issued for it; issued ones expire within minutes.",
+	"netadded":      "Network added: new SSH certificates are valid only from your allowlist.",
+	"netremoved":    "Network removed from the allowlist: new certificates leave it out.",
+	"paidout":       "Payout requested: the amount has left your earnings balance.",
 }
 
 // withNotice adds a notice code (a key of notices) to a redirect target.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/advisor"
 )
 
 // funcs are the helpers templates use. Money is only ever shown through
@@ -42,6 +43,17 @@ var funcs = template.FuncMap{
 	"dur":         func(d suanli.Duration) string { return time.Duration(d).String() },
 	"gpuUtil":     gpuUtil,
 	"mbGB":        func(mb int64) string { return formatNum(float64(mb) / 1024) },
+	"gib":         gib,
+	"bp":          advisor.FormatBP,
+	"params":      advisor.FormatParams,
+	"offersLink":  offersLink,
+	"list":        func(s ...string) []string { return s },
+	"gibDelta": func(b int64) string {
+		if b >= 0 {
+			return "+" + gib(b)
+		}
+		return gib(b)
+	},
 }
 
 // withQuery returns path?query (path alone when query is empty); templates
