@@ -1,6 +1,7 @@
 package console
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -319,10 +320,21 @@ func (c *Console) adviseCPUOrGPU(r *http.Request, v *cpuView) error {
 	}
 	res, err := c.svc.SearchOffers(r.Context(), suanli.OfferQuery{Query: v.In.Q, Order: "dph", Limit: maxAdvisorOffers})
 	if err != nil {
-		return err
+		return queryError(err)
 	}
 	v.Advice = advisor.AdviseCPUOrGPU(p, res.Offers, v.In.GPUCode != "")
 	return nil
+}
+
+// queryError makes a search's invalid-query error name the form's query
+// input (q): the market names the query's own field (gpu_ram), which is
+// no input of the advisor's forms. The message stays the market's.
+func queryError(err error) error {
+	var e *suanli.Error
+	if errors.As(err, &e) && e.Code == suanli.EINVALID && e.Field != "order" {
+		return &suanli.Error{Code: e.Code, Message: e.Message, Field: "q"}
+	}
+	return err
 }
 
 // gib shows bytes as GiB with two decimals, as the CLI does.

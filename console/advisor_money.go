@@ -103,7 +103,7 @@ func (c *Console) compare(r *http.Request, v *compareView) error {
 	}
 	res, err := c.svc.SearchOffers(r.Context(), suanli.OfferQuery{Query: v.In.Q, Order: strings.TrimSpace(v.In.Order), Limit: int(limit)})
 	if err != nil {
-		return err
+		return queryError(err)
 	}
 	catalog, err := c.catalog()
 	if err != nil {
