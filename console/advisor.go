@@ -91,10 +91,7 @@ func (c *Console) handleAdvisor(w http.ResponseWriter, r *http.Request, s *sessi
 			p.Rent.Result, err = p.Rent.In.advise()
 		}
 	case toolCompare:
-		p.Cmp = &compareView{In: compareInputs{Q: q.Get("q"), Limit: q.Get("limit"), Order: q.Get("order")}}
-		if !run {
-			p.Cmp.In.Limit, p.Cmp.In.Order = "10", "dph"
-		}
+		p.Cmp = &compareView{In: compareInputs{Q: q.Get("q"), Limit: cmpOr(q.Get("limit"), "10"), Order: cmpOr(q.Get("order"), "dph")}}
 		if run {
 			err = c.compare(r, p.Cmp)
 		}

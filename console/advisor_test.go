@@ -74,7 +74,7 @@ func TestAdvisor(t *testing.T) {
 
 	// CPU or GPU: the market has GPU offers only.
 	r = b.get("/advisor/cpu-or-gpu?workload=web-service")
-	contains(t, r, "A GPU offer is the better buy", "no CPU-only offer matched", "this work does not use the GPU")
+	contains(t, r, "A GPU offer is the better buy", "No CPU-only offer matched", "this work does not use the GPU")
 	r = b.get("/advisor/cpu-or-gpu?workload=training")
 	contains(t, r, "/offers/"+strconv.FormatInt(small, 10), "Best GPU")
 	for _, c := range []struct{ query, msg, field string }{
@@ -127,7 +127,7 @@ func TestAdvisor(t *testing.T) {
 	r = b.get("/advisor/compare?q=gpu_name%3DA100&limit=10&order=dph")
 	eq := cmp.Offers[0].Equivalents[0]
 	contains(t, r, `data-offer="`+strconv.FormatInt(big, 10)+`"`, eq.Provider, eq.InstanceType, eq.PerGPUHour.String(), advisor.FormatBP(eq.SavingsBP),
-		html.EscapeString(cmp.Offers[0].Summary))
+		html.EscapeString(cmp.Offers[0].Summary[1:]))
 	if r := b.get("/advisor/compare?q=gpu_ram%3Elots"); r.status != http.StatusBadRequest || !marked(r.body, "q") {
 		t.Errorf("compare with a bad query: %d\n%s", r.status, r.body)
 	}

@@ -112,7 +112,8 @@ func New(cfg Config) (*Console, error) {
 }
 
 // Register mounts the console's routes on mux: pages at /, /offers/…,
-// /instances/…, /billing, /hosts, /signin, /signout; assets under /assets/;
+// /instances/…, /volumes, /billing, /hosts, /account, /advisor/…, /signin,
+// /signout; assets under /assets/;
 // JSON for the live-refresh script under /console/api/. It leaves /v1,
 // /healthz and /metrics to the API server.
 func (c *Console) Register(mux *http.ServeMux) {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/suanli/suanli"
 	"github.com/suanli/suanli/advisor"
@@ -48,12 +50,23 @@ var funcs = template.FuncMap{
 	"params":      advisor.FormatParams,
 	"offersLink":  offersLink,
 	"list":        func(s ...string) []string { return s },
+	"sentence":    sentence,
 	"gibDelta": func(b int64) string {
 		if b >= 0 {
 			return "+" + gib(b)
 		}
 		return gib(b)
 	},
+}
+
+// sentence starts s with a capital letter: the advisor's explanations are
+// clauses ("no CPU-only offer matched; …") that a page shows as sentences.
+func sentence(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	if n == 0 {
+		return s
+	}
+	return string(unicode.ToUpper(r)) + s[n:]
 }
 
 // withQuery returns path?query (path alone when query is empty); templates

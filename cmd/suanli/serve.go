@@ -17,6 +17,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/advisor"
+	"github.com/suanli/suanli/advisor/advisecli"
 	"github.com/suanli/suanli/auth/sshca"
 	"github.com/suanli/suanli/auth/tlsca"
 	"github.com/suanli/suanli/console"
@@ -160,7 +162,8 @@ func startControlPlane(ctx context.Context, a *app, c serverConfig, logger *slog
 		return nil, err
 	}
 	api := shttp.NewServer(svc, logger)
-	web, err := console.New(console.Config{Service: svc, Logger: logger})
+	web, err := console.New(console.Config{Service: svc, Logger: logger,
+		Catalog: func() ([]advisor.CatalogRow, error) { return advisecli.LoadCatalog(a.home) }})
 	if err != nil {
 		ln.Close()
 		store.Close()
