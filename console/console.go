@@ -19,6 +19,7 @@ import (
 
 	"github.com/suanli/suanli"
 	"github.com/suanli/suanli/advisor"
+	"github.com/suanli/suanli/auth"
 	"github.com/suanli/suanli/control"
 	shttp "github.com/suanli/suanli/http"
 )
@@ -61,6 +62,11 @@ type Config struct {
 	// uses, read on each comparison (so that a `suanli catalog import`
 	// shows at once); nil means advisor.BuiltinCatalog.
 	Catalog func() ([]advisor.CatalogRow, error)
+	// Limiter and Lockout guard sign-in as they guard the API's login and
+	// key routes (share the API server's, so that failures count across
+	// both); nil: none.
+	Limiter *auth.RateLimiter
+	Lockout *auth.Lockout
 }
 
 // Console serves the web console. Build it with New and mount it with

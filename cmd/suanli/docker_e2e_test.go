@@ -54,7 +54,9 @@ func buildImage(t *testing.T, cli *client.Client, ref, platform string) {
 	if bytes.Contains(out, []byte(`"error"`)) {
 		t.Fatalf("build %s: %s", ref, out)
 	}
-	t.Cleanup(func() { cli.ImageRemove(context.Background(), ref, client.ImageRemoveOptions{Force: true, PruneChildren: true}) })
+	t.Cleanup(func() {
+		cli.ImageRemove(context.Background(), ref, client.ImageRemoveOptions{Force: true, PruneChildren: true})
+	})
 }
 
 // TestDockerEndToEnd runs a container through the real binary and the real
@@ -88,7 +90,9 @@ func TestDockerEndToEnd(t *testing.T) {
 	id := fmt.Sprint(in.ID)
 	running := waitStatus(t, m, id, suanli.StatusRunning, 60*time.Second)
 	t.Logf("docker create → running: %s", time.Since(start))
-	t.Cleanup(func() { cli.ContainerRemove(context.Background(), "suanli-"+ns+"-"+id, client.ContainerRemoveOptions{Force: true}) })
+	t.Cleanup(func() {
+		cli.ContainerRemove(context.Background(), "suanli-"+ns+"-"+id, client.ContainerRemoveOptions{Force: true})
+	})
 
 	// The port map reaches show; the published port answers.
 	deadline := time.Now().Add(20 * time.Second)
