@@ -3,6 +3,7 @@ package console
 import (
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/suanli/suanli"
 )
@@ -112,6 +113,7 @@ func (c *Console) handleSSHKeyAdd(w http.ResponseWriter, r *http.Request, s *ses
 	if err != nil {
 		return c.accountFormError(w, r, s, err, func(p *accountPage, fe *fieldError) { p.KeyName, p.KeyText, p.KeyErr = name, text, fe })
 	}
+	auditTarget(r, "ssh key "+k.Fingerprint)
 	c.log.Info("console ssh key added", "ssh_key_id", k.ID, "account_id", s.accountID)
 	redirect(w, r, withNotice("/account", "keyadded")+"#keys-h")
 	return nil
@@ -149,6 +151,7 @@ func (c *Console) handleSSHKeyRemove(w http.ResponseWriter, r *http.Request, s *
 // its form.
 func (c *Console) handleNetworkAdd(w http.ResponseWriter, r *http.Request, s *session) error {
 	cidr, note := r.PostFormValue("cidr"), r.PostFormValue("note")
+	auditTarget(r, "allowlist "+strings.TrimSpace(cidr))
 	n, err := c.svc.AddAllowedNetwork(r.Context(), cidr, note)
 	if err != nil {
 		return c.accountFormError(w, r, s, err, func(p *accountPage, fe *fieldError) { p.CIDR, p.Note, p.NetErr = cidr, note, fe })

@@ -213,7 +213,7 @@ func (tb *tab) shot(name string) {
 
 // docsPages are the screenshots copied to docs/ with -update-docs.
 var docsPages = []string{"offers", "offers-explain", "offer", "create", "instance", "instances", "billing", "hosts", "phone-offers",
-	"volumes", "account", "advisor", "advisor-rent-vs-buy", "advisor-compare"}
+	"volumes", "account", "advisor", "advisor-rent-vs-buy", "advisor-compare", "audit"}
 
 // TestBrowser drives the console in headless Chromium against a real
 // control plane and real host agents (process runtime, simulated GPUs):
@@ -464,6 +464,23 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("earnings = %q after a paid rental", e)
 	}
 	tb.shot("hosts")
+
+	// The operator: the audit log, every console change in it, verified.
+	_, opKey, err := m.svc.CreateAccountWithKey(context.Background(), "operator", suanli.RoleOperator, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb.follow(chromedp.Click(chromedp.CSS(`form[action="/signout"] button`)), "#api_key")
+	tb.open("/audit?verify=1", "#api_key")
+	tb.run(chromedp.SendKeys(chromedp.CSS("#api_key"), opKey))
+	tb.follow(chromedp.Click(chromedp.CSS(`form[action="/signin"] button`)), "#verify-status")
+	if st := tb.text("#verify-status"); st != "intact" {
+		t.Errorf("audit verification: %q", st)
+	}
+	if log := tb.text("table.audit"); !strings.Contains(log, "POST /billing/budgets") || !strings.Contains(log, "POST /offers/{id}/rent") {
+		t.Errorf("the audit log lacks the console's changes:\n%s", log)
+	}
+	tb.shot("audit")
 
 	// A phone: the layout fits its width (wide tables scroll in their box).
 	tb.run(chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile))

@@ -99,6 +99,7 @@ func (in budgetInputs) budget(secret string) (suanli.Budget, error) {
 // aside).
 func (c *Console) handleBudgetSet(w http.ResponseWriter, r *http.Request, s *session) error {
 	in := readBudgetInputs(r.PostForm)
+	auditTarget(r, "budget "+strings.TrimSpace(in.Name))
 	b, err := in.budget(r.PostFormValue("webhook_secret"))
 	if err == nil {
 		_, err = c.svc.SetBudget(r.Context(), b)
@@ -129,6 +130,7 @@ func budgetDeleteText(name string) string {
 // handleBudgetDelete deletes a budget once confirmed.
 func (c *Console) handleBudgetDelete(w http.ResponseWriter, r *http.Request, s *session) error {
 	name := r.PostFormValue("name")
+	auditTarget(r, "budget "+name)
 	if !confirmed(r) {
 		c.confirm(w, r, s, "billing", confirmPage{Heading: "Delete budget " + strconv.Quote(name) + "?", Text: budgetDeleteText(name),
 			Post: "/billing/budgets/delete", Back: "/billing#budgets-h", Label: "Delete", Danger: true,

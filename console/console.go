@@ -125,7 +125,7 @@ func New(cfg Config) (*Console, error) {
 func (c *Console) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /assets/{name}", c.handleAsset)
 	mux.HandleFunc("GET /signin", c.handleSignInForm)
-	mux.HandleFunc("POST /signin", c.handleSignIn)
+	mux.HandleFunc("POST /signin", c.audited(c.handleSignIn))
 	mux.HandleFunc("POST /signout", c.form(c.handleSignOut))
 	c.registerOfferRoutes(mux)
 	c.registerInstanceRoutes(mux)
@@ -134,6 +134,7 @@ func (c *Console) Register(mux *http.ServeMux) {
 	c.registerVolumeRoutes(mux)
 	c.registerAccountRoutes(mux)
 	c.registerAdvisorRoutes(mux)
+	c.registerAuditRoutes(mux)
 }
 
 // handler is a console page or form handler: r's context carries the
@@ -158,9 +159,9 @@ func (c *Console) page(h handler) http.HandlerFunc {
 
 // form wraps a POST handler: it needs a session (else a redirect to
 // sign-in) and the session's CSRF token in the form (else 403, and nothing
-// changes).
+// changes). Every submission, refused or not, gets an audit entry.
 func (c *Console) form(h handler) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return c.audited(func(w http.ResponseWriter, r *http.Request) {
 		setHeaders(w)
 		r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
 		r, s, ok := c.signedIn(w, r)
@@ -174,8 +175,12 @@ func (c *Console) form(h handler) http.HandlerFunc {
 		if err := h(w, r, s); err != nil {
 			c.renderError(w, r, s, err)
 		}
-	}
+	})
 }
+
+// errNoSession is what a form posted without a session meets (it is
+// redirected to sign-in); its audit entry says so.
+var errNoSession = suanli.Errorf(suanli.EUNAUTHORIZED, "not signed in")
 
 // errCSRF is what a form without the right token gets.
 var errCSRF = suanli.Errorf(suanli.EFORBIDDEN, "this form has expired or did not come from this console: reload the page and submit it again")
@@ -194,6 +199,9 @@ func (c *Console) signedIn(w http.ResponseWriter, r *http.Request) (*http.Reques
 				next = u.RequestURI()
 			}
 		}
+		if n := noteOf(r); n != nil {
+			n.err = errNoSession
+		}
 		http.Redirect(w, r, "/signin?next="+url.QueryEscape(safeNext(next)), http.StatusSeeOther)
 		return r, nil, false
 	}
@@ -207,6 +215,9 @@ func (c *Console) signedIn(w http.ResponseWriter, r *http.Request) (*http.Reques
 		}
 		c.renderSignIn(w, r, http.StatusUnauthorized, safeNext(r.URL.RequestURI()), "Signed out: "+suanli.ErrorMessage(err))
 		return r, nil, false
+	}
+	if n := noteOf(r); n != nil {
+		n.principal = p
 	}
 	return r.WithContext(suanli.NewContextWithPrincipal(r.Context(), p)), s, true
 }
@@ -297,8 +308,15 @@ func (c *Console) renderError(w http.ResponseWriter, r *http.Request, s *session
 	code := suanli.ErrorCode(err)
 	status := shttp.StatusOf(code)
 	msg := suanli.ErrorMessage(err)
+	n := noteOf(r)
+	if n != nil {
+		n.err = err
+	}
 	if code == suanli.EINTERNAL {
 		rid := newRequestID()
+		if n != nil {
+			rid = n.rid
+		}
 		c.log.Error("console request failed", "method", r.Method, "path", r.URL.Path, "request_id", rid, "err", err)
 		msg = "internal error (request " + rid + ")"
 	}
@@ -443,6 +461,9 @@ type hiddenField struct{ Name, Value string }
 
 // confirm shows a confirmation page for a form that was not confirmed.
 func (c *Console) confirm(w http.ResponseWriter, r *http.Request, s *session, nav string, p confirmPage) {
+	if n := noteOf(r); n != nil {
+		n.asked = true
+	}
 	c.render(w, r, http.StatusOK, "confirm.html", &view{Title: strings.TrimSuffix(p.Heading, "?"), Nav: nav, sess: s, Page: p})
 }
 

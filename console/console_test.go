@@ -350,7 +350,7 @@ func TestPagesNeedSession(t *testing.T) {
 	id := strconv.FormatInt(in.ID, 10)
 	pages := []string{"/", "/?gpu=RTX+4090", "/offers/" + strconv.FormatInt(mid, 10), "/offers/" + strconv.FormatInt(mid, 10) + "/rent",
 		"/instances", "/instances/" + id, "/billing", "/billing/charges.csv", "/billing?edit=x", "/hosts", "/volumes", "/account", "/advisor",
-		"/advisor/rent-vs-buy"}
+		"/advisor/rent-vs-buy", "/audit"}
 	anon := m.browser()
 	for _, p := range pages {
 		r := anon.get(p)

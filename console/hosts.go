@@ -196,6 +196,7 @@ func (c *Console) handleJoinToken(w http.ResponseWriter, r *http.Request, s *ses
 // than is available) come back on the form.
 func (c *Console) handlePayout(w http.ResponseWriter, r *http.Request, s *session) error {
 	text := strings.TrimSpace(r.PostFormValue("amount"))
+	auditTarget(r, "payout of "+cmpOr(text, "everything available"))
 	var amount suanli.Money
 	var err error
 	if text != "" {

@@ -293,6 +293,7 @@ func (c *Console) handleRent(w http.ResponseWriter, r *http.Request, s *session)
 		c.renderRent(w, r, s, statusOf(err), o, in, fe)
 		return nil
 	}
+	auditTarget(r, "instance "+strconv.FormatInt(inst.ID, 10)+" on offer "+strconv.FormatInt(id, 10))
 	c.log.Info("console rental", "instance_id", inst.ID, "account_id", s.accountID)
 	redirect(w, r, withNotice("/instances/"+strconv.FormatInt(inst.ID, 10), "created"))
 	return nil

@@ -51,12 +51,27 @@ var funcs = template.FuncMap{
 	"offersLink":  offersLink,
 	"list":        func(s ...string) []string { return s },
 	"sentence":    sentence,
+	"auditClass":  auditClass,
 	"gibDelta": func(b int64) string {
 		if b >= 0 {
 			return "+" + gib(b)
 		}
 		return gib(b)
 	},
+}
+
+// auditClass colours an audit entry's result ("303", "403 forbidden",
+// "ok"): succeeded, refused (4xx, or any error code), or failed (5xx).
+func auditClass(result string) string {
+	switch {
+	case strings.HasPrefix(result, "5"):
+		return "st-bad"
+	case strings.HasPrefix(result, "4"), strings.Contains(result, " "):
+		return "st-busy"
+	case strings.HasPrefix(result, "2"), strings.HasPrefix(result, "3"), result == "ok":
+		return "st-ok"
+	}
+	return "st-idle"
 }
 
 // sentence starts s with a capital letter: the advisor's explanations are

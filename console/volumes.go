@@ -121,6 +121,7 @@ func (c *Console) handleVolumes(w http.ResponseWriter, r *http.Request, s *sessi
 // handleVolumeCreate creates a volume; errors come back on the form.
 func (c *Console) handleVolumeCreate(w http.ResponseWriter, r *http.Request, s *session) error {
 	in := readVolumeInputs(r.PostForm)
+	auditTarget(r, "volume "+strings.TrimSpace(in.Name)+" on machine "+strings.TrimSpace(in.Machine))
 	req, err := in.create()
 	var v *suanli.Volume
 	if err == nil {
@@ -147,6 +148,7 @@ func (c *Console) handleVolumeCreate(w http.ResponseWriter, r *http.Request, s *
 // handleVolumeDelete deletes a volume once confirmed.
 func (c *Console) handleVolumeDelete(w http.ResponseWriter, r *http.Request, s *session) error {
 	name := r.PostFormValue("name")
+	auditTarget(r, "volume "+name)
 	if !confirmed(r) {
 		vs, err := c.svc.FindVolumes(r.Context(), false)
 		if err != nil {
