@@ -4,8 +4,8 @@
 //   - the console's routes (offers at /, offer detail and quote, create
 //     with its volume picker, instances, instance detail, volumes, billing
 //     with budgets, hosts with payouts, account with SSH keys and the IP
-//     allowlist, the advisor's tools, sign-in), mounted on the API server's
-//     mux by cmd/suanli;
+//     allowlist, the advisor's tools, the audit log, sign-in), mounted on
+//     the API server's mux by cmd/suanli;
 //   - browser sessions: an API key (or temporary token) is exchanged at
 //     sign-in for a random session id kept in server memory with idle and
 //     absolute expiry; the cookie carries only that id (HttpOnly,
@@ -37,4 +37,7 @@
 // destructive ones (destroy, delete a budget or a volume, remove a key or a
 // network) ask first: in a dialog, or, without JavaScript, on a
 // confirmation page. The advisor's forms are GET: advice changes nothing.
+// Every POST (each form, refused or not, and sign-in) is recorded in the
+// control plane's audit log as the API's mutations are, with the detail
+// "web console".
 package console
