@@ -27,8 +27,13 @@ type instState struct {
 // op is one runtime operation: Ensure(spec) or Remove.
 type op struct {
 	remove bool
-	spec   suanli.InstanceSpec
-	key    []byte // spec as JSON, for comparison (nil and empty fields alike)
+	// For a remove: the last spec (to stop the workload gracefully first)
+	// and the log offset the server holds, so the log's tail is shipped
+	// before the runtime deletes it.
+	last    *suanli.InstanceSpec
+	logFrom int64
+	spec    suanli.InstanceSpec
+	key     []byte // spec as JSON, for comparison (nil and empty fields alike)
 }
 
 func ensureOp(spec suanli.InstanceSpec) *op {
@@ -115,7 +120,7 @@ func (a *Agent) reconcile(ctx context.Context, specs []suanli.InstanceSpec, repo
 		if st.want != nil && st.want.remove {
 			continue
 		}
-		st.want = &op{remove: true}
+		st.want = &op{remove: true, last: st.spec, logFrom: a.ackedLog[id]}
 		a.kickLocked(ctx, id, st)
 	}
 }
@@ -145,6 +150,7 @@ func (a *Agent) work(ctx context.Context, id int64, st *instState) {
 
 		var err error
 		if o.remove {
+			a.stopAndShipTail(ctx, id, o)
 			err = a.rt.Remove(ctx, id)
 		} else {
 			err = a.rt.Ensure(ctx, o.spec)
@@ -286,4 +292,24 @@ func (a *Agent) checkFence(ctx context.Context) {
 	}
 	a.log.Warn("control plane unreachable, fencing: stopping instances",
 		"since_last_sync", since, "fence_after", a.cfg.FenceAfter, "instances", n)
+}
+
+// stopAndShipTail stops an instance that is about to be removed the way a
+// stop does (SIGTERM, grace, SIGKILL), so the workload can say goodbye, and
+// keeps its log's unsent tail for the next sync: Remove deletes the log.
+func (a *Agent) stopAndShipTail(ctx context.Context, id int64, o *op) {
+	if o.last != nil && o.last.Desired == suanli.DesiredRunning {
+		stop := *o.last
+		stop.Desired = suanli.DesiredStopped
+		if err := a.rt.Ensure(ctx, stop); err != nil {
+			a.log.Warn("stop before remove failed", "instance_id", id, "err", err)
+		}
+	}
+	b, err := a.rt.ReadLog(ctx, id, o.logFrom, MaxLogChunk)
+	if err != nil || len(b) == 0 {
+		return
+	}
+	a.mu.Lock()
+	a.finalLogs = append(a.finalLogs, suanli.LogChunk{InstanceID: id, Offset: o.logFrom, Data: b, Next: o.logFrom + int64(len(b))})
+	a.mu.Unlock()
 }

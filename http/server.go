@@ -19,8 +19,8 @@ import (
 	"github.com/suanli/suanli/control"
 )
 
-// Server serves the API, the overview page, health and metrics for one
-// control.Service.
+// Server serves the API, health and metrics for one control.Service. The
+// web console (package console) mounts its pages on Mux.
 type Server struct {
 	Service *control.Service
 	Logger  *slog.Logger
@@ -46,7 +46,6 @@ func NewServer(svc *control.Service, logger *slog.Logger) *Server {
 	s.mux.HandleFunc("GET /healthz", s.handleHealth)
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
 	s.mux.HandleFunc("GET /v1/openapi.json", s.handleOpenAPI)
-	s.mux.HandleFunc("GET /{$}", s.handleHome)
 	s.registerAccountRoutes()
 	s.registerOfferRoutes()
 	s.registerInstanceRoutes()

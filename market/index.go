@@ -173,18 +173,35 @@ func (st *state) allocSlot() uint32 {
 // rebuildBSI chooses new bins for field id from the live slots.
 func (st *state) rebuildBSI(id fieldID) {
 	if b := st.virt[id]; b != nil {
-		b.rebuild(st.live, st.n, func(s uint32) uint64 { return st.derivedKey(id, s, defaultStorage) })
+		b.rebuild(st.live, st.n, fields[id].kind, func(s uint32) uint64 { return st.derivedKey(id, s, defaultStorage) })
 		return
 	}
 	c := st.cols[id]
-	c.bsi.rebuild(st.live, st.n, c.key)
+	c.bsi.rebuild(st.live, st.n, c.kind, c.key)
+}
+
+// Apply puts and then deletes a batch of offers under one lock: searches
+// see all of the batch or none of it, and a busy writer (a change feed)
+// waits for the readers once a batch rather than once an offer.
+func (x *Index) Apply(put []*suanli.Offer, del []int64) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, o := range put {
+		x.st.put(o)
+	}
+	for _, id := range del {
+		x.st.delete(id)
+	}
 }
 
 // Delete removes the offer with that ID; removing a missing one is a no-op.
 func (x *Index) Delete(id int64) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	st := x.st
+	x.st.delete(id)
+}
+
+func (st *state) delete(id int64) {
 	slot, ok := st.ids.find(id)
 	if !ok {
 		return

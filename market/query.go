@@ -173,7 +173,7 @@ func (st *state) apply(s *search, c *Cond, m []uint64, v win) {
 		st.applyRentable(s, c, m, v)
 	case isDerived(id):
 		if s.storage == defaultStorage && !list {
-			st.virt[id].filter(m, v, c.Op, keyOf(k, c.vals[0]), func(slot uint32) uint64 {
+			st.virt[id].filter(m, v, c.Op, keyOf(k, c.vals[0]), false, func(slot uint32) uint64 {
 				return st.derivedKey(id, slot, defaultStorage)
 			})
 			return
@@ -185,7 +185,9 @@ func (st *state) apply(s *search, c *Cond, m []uint64, v win) {
 		case col.vbits != nil:
 			applyVbits(c, col, m, v)
 		case col.bsi != nil && !list:
-			col.bsi.filter(m, v, c.Op, keyOf(k, c.vals[0]), col.key)
+			x := keyOf(k, c.vals[0])
+			_, present := col.nlook[x]
+			col.bsi.filter(m, v, c.Op, x, !col.raw && !present, col.key)
 		case col.raw || !col.isStr:
 			keys := make([]uint64, len(c.vals))
 			for i, v := range c.vals {
@@ -354,6 +356,10 @@ func (st *state) top(s *search, m []uint64, v win, total, k int, keys []OrderKey
 		e, re := st.scratch()
 		defer re()
 		stop := max(narrowStop, 2*k)
+		if mm, mv, ok := st.bestBins(b, m, v, total, k, key.Desc); ok {
+			m, v = mm, mv
+			defer st.release(mm)
+		}
 		ng, ne := b.narrow(m, g, e, v, k, key.Desc, stop)
 		if ng+ne <= stop || !st.allEqual(s, key.id, e, v) {
 			c := appendSlots(appendSlots(make([]uint32, 0, ng+ne), g, v), e, v)
@@ -395,6 +401,41 @@ func (st *state) top(s *search, m []uint64, v win, total, k int, keys []OrderKey
 		return st.selectTop(s, appendSlots(make([]uint32, 0, acc), g, v), acc, keys)
 	}
 	return st.selectTop(s, appendSlots(make([]uint32, 0, total), m, v), k, keys)
+}
+
+// bestBins is a shortcut for a dense m: the index's edge bitset (the
+// lowest or highest bins) usually holds the first k of m. It returns m
+// limited to the edge (a fresh scratch bitset and its window) when that
+// holds at least k slots. Every slot left out is in a worse bin than every
+// slot kept.
+func (st *state) bestBins(b *bsi, m []uint64, v win, total, k int, desc bool) ([]uint64, win, bool) {
+	span := (v.hi - v.lo) * 64
+	if total < span/32 || total < 4*narrowStop {
+		return nil, v, false
+	}
+	edge := b.low
+	if desc {
+		edge = b.high
+	}
+	out, _ := st.scratch()
+	n := 0
+	for w := v.lo; w < v.hi; w++ {
+		x := m[w] & edge[w]
+		out[w] = x
+		n += bits.OnesCount64(x)
+	}
+	if n < k {
+		st.release(out)
+		return nil, v, false
+	}
+	return out, v.shrink(out), true
+}
+
+// release returns a scratch bitset from bestBins to the pool.
+func (st *state) release(b []uint64) {
+	if len(b) == st.nwords {
+		st.pool.Put(&b)
+	}
 }
 
 // bsiFor returns the bit-sliced index that orders field id for s, or nil.

@@ -404,7 +404,7 @@ func (r *Runtime) Ensure(ctx context.Context, spec suanli.InstanceSpec) error {
 				return nil // the workload ended by itself: stays exited until stopped, then started
 			}
 		}
-		st.Stopped = false
+		st.Stopped, st.StartAsked = false, r.now()
 		if err := r.saveState(spec.ID, st); err != nil {
 			return err
 		}
@@ -551,7 +551,10 @@ func (r *Runtime) report(ctx context.Context, id int64, c *container.InspectResp
 		rep.Status = suanli.StatusStopped
 		rep.Message = "created, not started"
 	case container.StateExited:
-		if st.Stopped {
+		finished, _ := time.Parse(time.RFC3339Nano, c.State.FinishedAt)
+		if st.Stopped || (!st.StartAsked.IsZero() && !finished.IsZero() && finished.Before(st.StartAsked)) {
+			// Stopped by us; or an inspection older than the start that
+			// followed it (this Status raced Ensure): not a new exit.
 			rep.Status = suanli.StatusStopped
 			break
 		}

@@ -120,7 +120,7 @@ func newCreateCmd(a *app) *cobra.Command {
 	var c suanli.InstanceCreate
 	var env []string
 	var bid string
-	var jsonOut, dryRun bool
+	var jsonOut, dryRun, wait bool
 	var g guardFlags
 	var mounts []string
 	cmd := &cobra.Command{
@@ -199,6 +199,11 @@ it 8 hours after it starts, --stop-window "Mon-Fri 22:00-06:00" for nights.
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "instance %d created on machine %d: %s, %s/h compute + %s/h disk (%d GB)\n", in.ID, in.MachineID,
 				in.RentalType+bidText(in), in.Rates.ComputePerHour.Decimal(), in.Rates.StoragePerHour(in.DiskGB).Decimal(), in.DiskGB)
+			if wait {
+				if err := waitRunning(cmd, a, in.ID); err != nil {
+					return err
+				}
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "next: suanli show %d   suanli logs %d -f   suanli destroy %d\n", in.ID, in.ID, in.ID)
 			return nil
 		},
@@ -216,6 +221,7 @@ it 8 hours after it starts, --stop-window "Mon-Fri 22:00-06:00" for nights.
 	f.StringVar(&bid, "bid", "", "rent interruptible at this price per hour for the whole instance (e.g. 0.25)")
 	f.BoolVar(&jsonOut, "json", false, "print the new instance as JSON")
 	f.BoolVar(&dryRun, "dry-run", false, "print the itemized quote and pre-flight checks; rent nothing")
+	f.BoolVar(&wait, "wait", false, "wait until it runs, printing progress (image pull, start)")
 	g.register(cmd)
 	return cmd
 }
@@ -510,4 +516,36 @@ func newTemplatesCmd(a *app) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
 	return cmd
+}
+
+// waitRunning follows an instance until it runs (or fails), printing each
+// status and message change: image pull progress, start, failures.
+func waitRunning(cmd *cobra.Command, a *app, id int64) error {
+	c := a.client()
+	last := ""
+	for {
+		in, err := c.FindInstanceByID(cmd.Context(), id)
+		if err != nil {
+			return err
+		}
+		line := in.Status
+		if in.StatusMessage != "" {
+			line += ": " + in.StatusMessage
+		}
+		if line != last {
+			fmt.Fprintf(cmd.ErrOrStderr(), "  %s  %s\n", time.Now().Format(time.TimeOnly), line)
+			last = line
+		}
+		switch in.Status {
+		case suanli.StatusRunning:
+			return nil
+		case suanli.StatusFailed, suanli.StatusExited, suanli.StatusDestroyed, suanli.StatusLost:
+			return suanli.Errorf(suanli.ECONFLICT, "instance %d is %s: %s", id, in.Status, in.StatusMessage)
+		}
+		select {
+		case <-cmd.Context().Done():
+			return nil
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/suanli/suanli"
 	"github.com/suanli/suanli/auth/sshca"
 	"github.com/suanli/suanli/auth/tlsca"
+	"github.com/suanli/suanli/console"
 	"github.com/suanli/suanli/control"
 	shttp "github.com/suanli/suanli/http"
 	"github.com/suanli/suanli/sqlstore"
@@ -162,6 +163,13 @@ func startControlPlane(ctx context.Context, a *app, c serverConfig, logger *slog
 		return nil, err
 	}
 	api := shttp.NewServer(svc, logger)
+	web, err := console.New(console.Config{Service: svc, Logger: logger})
+	if err != nil {
+		ln.Close()
+		store.Close()
+		return nil, err
+	}
+	web.Register(api.Mux())
 	var vast *vastapi.Handler
 	if c.VastAPI {
 		vast = vastapi.New(svc, logger, vastapi.Config{})
