@@ -116,6 +116,15 @@ type InstanceSpec struct {
 	CPUCores   int               `json:"cpu_cores"`
 	RAMMB      int64             `json:"ram_mb"`
 	StopGrace  time.Duration     `json:"stop_grace"`
+	// RegistryAuth pulls a private image (docker runtime).
+	RegistryAuth *RegistryAuth `json:"registry_auth,omitempty"`
+	// Token is the instance's own short-lived credential (instance:self:
+	// read, stop and report progress of this instance only). The server
+	// sends a fresh one before the last expires; the runtime gives it to
+	// the workload as SUANLI_TOKEN at start and keeps the file named by
+	// SUANLI_TOKEN_FILE current. A new token alone is not a new spec: it
+	// never restarts the workload.
+	Token string `json:"token,omitempty"`
 }
 
 // JoinRequest registers a machine with a one-time join token.

@@ -18,6 +18,9 @@ type instState struct {
 	done *op                  // the operation that ran last (an Ensure that failed counts as run)
 	busy bool                 // a worker goroutine runs operations for it
 	err  string               // why the last Ensure failed; "" when it did not
+	// token is the instance token last handed to the runtime's
+	// TokenWriter; a different one in the spec is written on sync.
+	token string
 	// ended: at agent start the runtime held this instance exited or
 	// failed. The server's first "running" for it is taken as already
 	// applied, so that restarting the agent does not restart finished work.
@@ -36,8 +39,13 @@ type op struct {
 	key     []byte // spec as JSON, for comparison (nil and empty fields alike)
 }
 
+// ensureOp is Ensure(spec). Its key leaves out the instance token: a fresh
+// token alone is not a new spec (it would restart an exited workload); it
+// reaches the workload through TokenWriter.
 func ensureOp(spec suanli.InstanceSpec) *op {
-	key, _ := json.Marshal(spec)
+	k := spec
+	k.Token = ""
+	key, _ := json.Marshal(k)
 	return &op{spec: spec, key: key}
 }
 
@@ -77,6 +85,39 @@ func (a *Agent) seed(ctx context.Context) {
 // different spec for it (stop, then start). A failed Remove is retried on
 // the next sync.
 func (a *Agent) reconcile(ctx context.Context, specs []suanli.InstanceSpec, reports []suanli.InstanceReport) {
+	a.reconcileLocked(ctx, specs, reports)
+	a.writeTokens(ctx, specs)
+}
+
+// writeTokens hands each instance whose token changed its new token, when
+// the runtime can take one.
+func (a *Agent) writeTokens(ctx context.Context, specs []suanli.InstanceSpec) {
+	tw, ok := a.rt.(TokenWriter)
+	if !ok {
+		return
+	}
+	for _, spec := range specs {
+		if spec.Token == "" || spec.Desired == suanli.DesiredDestroyed {
+			continue
+		}
+		a.mu.Lock()
+		st := a.insts[spec.ID]
+		stale := st != nil && st.token != spec.Token
+		a.mu.Unlock()
+		if !stale {
+			continue
+		}
+		if err := tw.WriteToken(ctx, spec.ID, spec.Token); err != nil {
+			a.log.Debug("write instance token", "instance_id", spec.ID, "err", err)
+			continue
+		}
+		a.mu.Lock()
+		st.token = spec.Token
+		a.mu.Unlock()
+	}
+}
+
+func (a *Agent) reconcileLocked(ctx context.Context, specs []suanli.InstanceSpec, reports []suanli.InstanceReport) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	desired := make(map[int64]bool, len(specs))

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/auth"
 	"github.com/suanli/suanli/control"
 	shttp "github.com/suanli/suanli/http"
 )
@@ -56,6 +57,11 @@ type Config struct {
 	// a console behind a TLS-terminating proxy. Requests that arrive over
 	// TLS always get Secure cookies.
 	SecureCookies bool
+	// Limiter and Lockout guard sign-in as they guard the API's login and
+	// key routes (share the API server's, so that failures count across
+	// both); nil: none.
+	Limiter *auth.RateLimiter
+	Lockout *auth.Lockout
 }
 
 // Console serves the web console. Build it with New and mount it with

@@ -18,6 +18,7 @@ import (
 	"github.com/suanli/suanli"
 	"github.com/suanli/suanli/agent"
 	"github.com/suanli/suanli/agent/process"
+	"github.com/suanli/suanli/auth"
 	"github.com/suanli/suanli/console"
 	"github.com/suanli/suanli/control"
 	shttp "github.com/suanli/suanli/http"
@@ -38,6 +39,7 @@ type market struct {
 	providerID  int64
 	machines    []int64
 	clock       *fakeClock
+	lockout     *auth.Lockout
 }
 
 // fakeClock is a settable clock for session expiry; zero means real time.
@@ -82,7 +84,8 @@ func newMarket(t *testing.T, o marketOptions) *market {
 	}
 	m := &market{t: t, svc: svc, clock: &fakeClock{}}
 	api := shttp.NewServer(svc, logger)
-	m.console, err = console.New(console.Config{Service: svc, Logger: logger, Now: m.clock.now})
+	m.lockout = &auth.Lockout{MaxFailures: 5, Now: m.clock.now}
+	m.console, err = console.New(console.Config{Service: svc, Logger: logger, Now: m.clock.now, Lockout: m.lockout})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,11 @@
 package console
 
 import (
+	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/suanli/suanli"
 )
@@ -39,22 +42,40 @@ func (c *Console) handleSignIn(w http.ResponseWriter, r *http.Request) {
 		c.renderError(w, r, nil, errCSRF)
 		return
 	}
+	ip := clientIP(r)
+	if lo := c.cfg.Lockout; lo != nil {
+		if locked, d := lo.Locked(ip); locked {
+			w.Header().Set("Retry-After", strconv.Itoa(int((d+time.Second-1)/time.Second)))
+			c.renderSignIn(w, r, http.StatusTooManyRequests, next, fmt.Sprintf("too many failed sign-ins from %s: wait %s", ip, (d+time.Second-1).Truncate(time.Second)))
+			return
+		}
+	}
+	if l := c.cfg.Limiter; l != nil {
+		if ok, d := l.Allow(ip); !ok {
+			w.Header().Set("Retry-After", strconv.Itoa(int((d+time.Second-1)/time.Second)))
+			c.renderSignIn(w, r, http.StatusTooManyRequests, next, fmt.Sprintf("too many sign-ins from %s: wait %s", ip, (d+time.Second-1).Truncate(time.Second)))
+			return
+		}
+	}
 	secret := strings.TrimSpace(r.PostFormValue("api_key"))
 	if secret == "" {
 		c.renderSignIn(w, r, http.StatusBadRequest, next, "api_key: paste your API key (sl_live_…); `suanli up` wrote the operator's to ~/.suanli/config.json")
 		return
 	}
-	p, err := c.svc.Authenticate(r.Context(), secret, clientIP(r))
+	p, err := c.svc.Authenticate(r.Context(), secret, ip)
 	if err != nil {
 		if suanli.ErrorCode(err) == suanli.EINTERNAL {
 			c.renderError(w, r, nil, err)
 			return
 		}
+		if c.cfg.Lockout != nil && suanli.ErrorCode(err) == suanli.EUNAUTHORIZED {
+			c.cfg.Lockout.Fail(ip)
+		}
 		c.renderSignIn(w, r, http.StatusUnauthorized, next, suanli.ErrorMessage(err))
 		return
 	}
-	if p.MachineID != 0 {
-		c.renderSignIn(w, r, http.StatusUnauthorized, next, "this is a host agent's credential: sign in with your own API key")
+	if p.MachineID != 0 || p.InstanceID != 0 {
+		c.renderSignIn(w, r, http.StatusUnauthorized, next, "this is a host agent's or an instance's credential: sign in with your own API key")
 		return
 	}
 	acct, err := c.svc.Me(suanli.NewContextWithPrincipal(r.Context(), p))

@@ -238,14 +238,32 @@ func (s *Service) desired(ctx context.Context, machineID int64, r *suanli.SyncRe
 		if spec.Desired == suanli.DesiredRunning && (in.Status == suanli.StatusLost) {
 			spec.Desired = suanli.DesiredStopped
 		}
-		if in.Restarts+in.Moves > 0 {
+		if spec.Desired != suanli.DesiredDestroyed {
+			spec.Token = auth.InstanceToken(s.tokenKey, in.ID, auth.InstanceTokenExpiry(s.now()))
+		}
+		sec, err := s.openSecrets(in)
+		if err != nil {
+			// The workload would run without its secrets: keep it (and its
+			// disk), stopped, rather than run it wrong or remove it.
+			s.Logger.Error("open instance secrets", "instance_id", in.ID, "err", err)
+			spec.Desired = suanli.DesiredStopped
+		}
+		if in.Restarts+in.Moves > 0 || sec != nil {
 			env := make(map[string]string, len(in.Env)+2)
 			for k, v := range in.Env {
 				env[k] = v
 			}
-			env["SUANLI_ATTEMPT"] = fmt.Sprint(in.Restarts + in.Moves + 1)
-			if in.Moves > 0 {
-				env["SUANLI_RECOVERED"] = "1" // relaunched elsewhere: resume from your own checkpoint
+			if in.Restarts+in.Moves > 0 {
+				env["SUANLI_ATTEMPT"] = fmt.Sprint(in.Restarts + in.Moves + 1)
+				if in.Moves > 0 {
+					env["SUANLI_RECOVERED"] = "1" // relaunched elsewhere: resume from your own checkpoint
+				}
+			}
+			if sec != nil {
+				for k, v := range sec.Env {
+					env[k] = v
+				}
+				spec.RegistryAuth = sec.RegistryAuth
 			}
 			spec.Env = env
 		}

@@ -41,7 +41,7 @@ func (s *Server) registerCostRoutes() {
 			return err
 		}
 		return writeJSON(w, 200, out)
-	})
+	}, unaudited) // a read sent with POST
 	s.route("POST /v1/volumes", false, func(w http.ResponseWriter, r *http.Request) error {
 		var c suanli.VolumeCreate
 		if err := decode(r, &c); err != nil {

@@ -14,20 +14,63 @@ import (
 
 const instanceCols = `id, account_id, machine_id, host_id, label, image, cmd, env, disk_gb, gpu_name, gpu_count, gpu_indexes, cpu_cores, ram_mb,
 	rental_type, bid, rates, simulated, status, status_message, desired, exit_code, created_at, started_at, destroyed_at, updated_at, version,
-	project, tags, guards, stopped_at, restart, restarts, moves, restart_pending, avoid_machines, ports, port_map, template, volumes`
+	project, tags, guards, stopped_at, restart, restarts, moves, restart_pending, avoid_machines, ports, port_map, template, volumes,
+	secrets, secret_meta, allowed_countries`
+
+// secretMeta is what the store keeps in the clear about an instance's
+// secrets: their names and the registry user, never a value.
+type secretMeta struct {
+	Env      []string             `json:"env,omitempty"`
+	Registry *suanli.RegistryAuth `json:"registry,omitempty"`
+}
+
+func metaOf(in *suanli.Instance) string {
+	var m secretMeta
+	for k := range in.SecretEnv {
+		m.Env = append(m.Env, k)
+	}
+	slices.Sort(m.Env)
+	if in.RegistryAuth != nil {
+		m.Registry = &suanli.RegistryAuth{Server: in.RegistryAuth.Server, Username: in.RegistryAuth.Username}
+	}
+	if m.Env == nil && m.Registry == nil {
+		return ""
+	}
+	return jsonText(m)
+}
 
 func scanInstance(r scanner) (*suanli.Instance, error) {
 	var i suanli.Instance
 	var cmd, env, idx, rates, tags, guards, restart, avoid, ports, portMap, vols string
 	var ramMB, bid, created, updated int64
 	var exit, started, destroyed, stopped sql.NullInt64
+	var meta, allowed string
 	if err := r.Scan(&i.ID, &i.AccountID, &i.MachineID, &i.HostID, &i.Label, &i.Image, &cmd, &env, &i.DiskGB, &i.GPUName, &i.GPUCount, &idx,
 		&i.CPUCores, &ramMB, &i.RentalType, &bid, &rates, &i.Simulated, &i.Status, &i.StatusMessage, &i.Desired, &exit, &created,
 		&started, &destroyed, &updated, &i.Version, &i.Project, &tags, &guards, &stopped, &restart, &i.Restarts, &i.Moves,
-		&i.RestartPending, &avoid, &ports, &portMap, &i.Template, &vols); err != nil {
+		&i.RestartPending, &avoid, &ports, &portMap, &i.Template, &vols, &i.Sealed, &meta, &allowed); err != nil {
 		return nil, err
 	}
 	i.StoppedAt = fromUSPtr(stopped)
+	if meta != "" {
+		var m secretMeta
+		if err := json.Unmarshal([]byte(meta), &m); err != nil {
+			return nil, fmt.Errorf("instance %d secret names: %w", i.ID, err)
+		}
+		if len(m.Env) > 0 {
+			i.SecretEnv = map[string]string{}
+			for _, k := range m.Env {
+				i.SecretEnv[k] = suanli.SecretMask
+			}
+		}
+		if m.Registry != nil {
+			i.RegistryAuth = m.Registry
+			i.RegistryAuth.Password = suanli.SecretMask
+		}
+	}
+	if allowed != "" {
+		i.Allowed = strings.Split(allowed, ",")
+	}
 	for _, f := range []struct {
 		s string
 		v any
@@ -123,12 +166,12 @@ func (s *DB) ApplyPlan(ctx context.Context, p Placement, now time.Time) (*suanli
 		in.CreatedAt, in.UpdatedAt, in.Version = now, now, 1
 		id, err := tx.insert(ctx, `INSERT INTO instances (account_id, machine_id, host_id, label, image, cmd, env, disk_gb, gpu_name, gpu_count,
 			gpu_indexes, cpu_cores, ram_mb, rental_type, bid, rates, simulated, status, status_message, desired, created_at, updated_at, version,
-			project, tags, guards, restart, ports, template, volumes)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			project, tags, guards, restart, ports, template, volumes, secrets, secret_meta, allowed_countries)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			in.AccountID, in.MachineID, in.HostID, in.Label, in.Image, jsonText(in.Cmd), jsonText(in.Env), in.DiskGB, in.GPUName, in.GPUCount,
 			jsonText(in.GPUIndexes), in.CPUCores, p.RAMMB, in.RentalType, int64(in.Bid), jsonText(in.Rates), in.Simulated, in.Status,
 			in.StatusMessage, in.Desired, us(now), us(now), in.Version, in.Project, jsonText(orEmpty(in.Tags)), jsonText(in.Guards),
-			jsonText(in.Restart), jsonText(orEmptyInts(in.Ports)), in.Template, jsonText(orEmptyMounts(in.Volumes)))
+			jsonText(in.Restart), jsonText(orEmptyInts(in.Ports)), in.Template, jsonText(orEmptyMounts(in.Volumes)), in.Sealed, metaOf(in), strings.Join(in.Allowed, ","))
 		if err != nil {
 			return err
 		}
@@ -185,6 +228,12 @@ func (s *DB) AccountBurn(ctx context.Context, accountID int64) (suanli.Money, er
 		return err
 	})
 	return b, err
+}
+
+// AddInstanceEvent records a note in an instance's history (a workload's
+// progress report) without changing its status.
+func (s *DB) AddInstanceEvent(ctx context.Context, id int64, at time.Time, status, msg string) error {
+	return s.withTx(ctx, func(tx *Tx) error { return tx.addEvent(ctx, id, at, status, msg) })
 }
 
 func (tx *Tx) addEvent(ctx context.Context, instanceID int64, at time.Time, status, msg string) error {

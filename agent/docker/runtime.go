@@ -411,6 +411,12 @@ func (r *Runtime) Ensure(ctx context.Context, spec suanli.InstanceSpec) error {
 		if err := r.start(ctx, spec, c); err != nil {
 			return err
 		}
+		if spec.Token != "" {
+			// Once it runs, its token volume is mounted and writable.
+			if err := r.copyToken(ctx, c.ID, spec.Token); err != nil {
+				r.log.Warn("write instance token", "instance_id", spec.ID, "err", err)
+			}
+		}
 		r.follow(spec.ID, c.ID)
 		r.log.Info("instance started", "instance_id", spec.ID, "container", shortID(c.ID))
 		return nil

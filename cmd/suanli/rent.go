@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -118,8 +119,8 @@ func rentableText(o *suanli.Offer) string {
 
 func newCreateCmd(a *app) *cobra.Command {
 	var c suanli.InstanceCreate
-	var env []string
-	var bid string
+	var env, secretEnv, allowed []string
+	var bid, regUser, regServer string
 	var jsonOut, dryRun, wait bool
 	var g guardFlags
 	var mounts []string
@@ -164,6 +165,34 @@ it 8 hours after it starts, --stop-window "Mon-Fri 22:00-06:00" for nights.
 					return suanli.FieldErrorf("env", "%q: write KEY=VALUE", kv)
 				}
 				c.Env[k] = v
+			}
+			for _, kv := range secretEnv {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok {
+					// KEY alone: take the value from this shell, so that it
+					// stays out of the command line and the shell history.
+					v, ok = os.LookupEnv(k)
+					if !ok {
+						return suanli.FieldErrorf("secret-env", "%s: write KEY=VALUE, or export %s and give KEY alone", kv, kv)
+					}
+				}
+				if k == "" {
+					return suanli.FieldErrorf("secret-env", "%q: write KEY=VALUE", kv)
+				}
+				if c.SecretEnv == nil {
+					c.SecretEnv = map[string]string{}
+				}
+				c.SecretEnv[k] = v
+			}
+			if regUser != "" {
+				pw := os.Getenv("SUANLI_REGISTRY_PASSWORD")
+				if pw == "" {
+					return suanli.FieldErrorf("registry-user", "set SUANLI_REGISTRY_PASSWORD to the registry password or token (it is not taken on the command line)")
+				}
+				c.RegistryAuth = &suanli.RegistryAuth{Server: regServer, Username: regUser, Password: pw}
+			}
+			for _, v := range allowed {
+				c.AllowedCountries = append(c.AllowedCountries, strings.Split(v, ",")...)
 			}
 			if bid != "" {
 				m, err := suanli.ParseMoney(bid)
@@ -217,6 +246,10 @@ it 8 hours after it starts, --stop-window "Mon-Fri 22:00-06:00" for nights.
 	f.IntVar(&c.GPUCount, "gpus", 0, "GPUs to rent (default: every free GPU of the offer)")
 	f.IntVar(&c.CPUCores, "cpus", 0, "CPU cores to rent on a CPU-only offer (default: all free)")
 	f.StringArrayVar(&env, "env", nil, "environment variable KEY=VALUE (repeatable)")
+	f.StringArrayVar(&secretEnv, "secret-env", nil, "secret environment variable KEY=VALUE, or KEY to take it from this shell: stored encrypted, shown as ***, given to the host's agent only (repeatable)")
+	f.StringVar(&regUser, "registry-user", "", "pull a private image as this user; the password or token comes from SUANLI_REGISTRY_PASSWORD (stored encrypted)")
+	f.StringVar(&regServer, "registry-server", "", "the private registry's address (default: the image's)")
+	f.StringSliceVar(&allowed, "allowed-countries", nil, "run only in these countries or regions (DE,FR or eu-west), on top of your account's restriction")
 	f.StringVar(&c.Label, "label", "", "a label to recognise the instance")
 	f.StringVar(&bid, "bid", "", "rent interruptible at this price per hour for the whole instance (e.g. 0.25)")
 	f.BoolVar(&jsonOut, "json", false, "print the new instance as JSON")
@@ -312,6 +345,20 @@ func newShowCmd(a *app) *cobra.Command {
 				row("command", strings.Join(in.Cmd, " "))
 			}
 			row("disk", fmt.Sprintf("%d GB", in.DiskGB))
+			if len(in.SecretEnv) > 0 {
+				var names []string
+				for k := range in.SecretEnv {
+					names = append(names, k+"="+suanli.SecretMask)
+				}
+				slices.Sort(names)
+				row("secret env", strings.Join(names, " "))
+			}
+			if in.RegistryAuth != nil {
+				row("registry", in.RegistryAuth.Username+"@"+orDefault(in.RegistryAuth.Server, "the image's registry")+" (password "+suanli.SecretMask+")")
+			}
+			if len(in.Allowed) > 0 {
+				row("may run in", strings.Join(in.Allowed, ", "))
+			}
 			for _, v := range in.Volumes {
 				row("volume", fmt.Sprintf("%s at %s", v.Name, v.Path))
 			}

@@ -17,6 +17,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/audit"
+	"github.com/suanli/suanli/auth"
 	"github.com/suanli/suanli/auth/sshca"
 	"github.com/suanli/suanli/auth/tlsca"
 	"github.com/suanli/suanli/console"
@@ -36,10 +38,12 @@ type serverConfig struct {
 	Heartbeat      time.Duration
 	LostAfter      time.Duration
 	Settle         time.Duration
-	TLS            string   // "off" or "auto" (a private CA and server certificate in HOME/tls)
-	TLSHosts       []string // extra names for the server certificate
-	SSHCAKey       string   // the SSH CA's key file; default HOME/ssh_ca_ed25519
-	VastAPI        bool     // serve the Vast.ai API compatibility layer beside the native API
+	AuditRetention string        // "186d"
+	AuditEvery     time.Duration // between audit checkpoints
+	TLS            string        // "off" or "auto" (a private CA and server certificate in HOME/tls)
+	TLSHosts       []string      // extra names for the server certificate
+	SSHCAKey       string        // the SSH CA's key file; default HOME/ssh_ca_ed25519
+	VastAPI        bool          // serve the Vast.ai API compatibility layer beside the native API
 }
 
 func (c *serverConfig) flags(cmd *cobra.Command) {
@@ -52,6 +56,8 @@ func (c *serverConfig) flags(cmd *cobra.Command) {
 	f.DurationVar(&c.Heartbeat, "heartbeat", 10*time.Second, "agent heartbeat interval (long-poll length)")
 	f.DurationVar(&c.LostAfter, "lost-after", 2*time.Minute, "silence after which a host's instances are lost")
 	f.DurationVar(&c.Settle, "settle-every", 10*time.Second, "how often meters are settled into the ledger")
+	f.StringVar(&c.AuditRetention, "audit-retention", envOr("SUANLI_AUDIT_RETENTION", "186d"), "how long audit entries are kept (six calendar months by default); env SUANLI_AUDIT_RETENTION")
+	f.DurationVar(&c.AuditEvery, "audit-checkpoint-every", 30*time.Second, "how often the audit log's head is signed (at most 60s)")
 	f.StringVar(&c.TLS, "tls", envOr("SUANLI_TLS", "off"), "serve HTTPS: auto creates a CA and a server certificate in HOME/tls (clients and agents pin the CA); off serves HTTP; env SUANLI_TLS")
 	f.StringSliceVar(&c.TLSHosts, "tls-hosts", nil, "extra DNS names or IPs for the server certificate (localhost, 127.0.0.1, the hostname and the listen host are always in)")
 	f.BoolVar(&c.VastAPI, "vast-api", envOr("SUANLI_VAST_API", "true") != "false", "serve the Vast.ai API (/api/v0, /api/v1) at the same address, so vastai CLIs and SDKs work with VAST_URL set to this server; env SUANLI_VAST_API")
@@ -112,12 +118,32 @@ func startControlPlane(ctx context.Context, a *app, c serverConfig, logger *slog
 	if err != nil {
 		return nil, suanli.FieldErrorf("operator-credit", "%v", err)
 	}
+	retention, err := parseLifetime(c.AuditRetention)
+	if err != nil || retention < 24*time.Hour {
+		return nil, suanli.FieldErrorf("audit-retention", "%q: give at least one day, e.g. 186d", c.AuditRetention)
+	}
+	if c.AuditEvery <= 0 || c.AuditEvery > time.Minute {
+		return nil, suanli.FieldErrorf("audit-checkpoint-every", "%s: between 1s and 60s", c.AuditEvery)
+	}
+	// The server's own keys live in its home, readable by it alone:
+	// secret.key seals secrets at rest and signs instance tokens; audit.key
+	// signs audit checkpoints. Both are made on first start.
+	secretKey, err := auth.LoadOrCreateKey(filepath.Join(a.home, "secret.key"))
+	if err != nil {
+		return nil, err
+	}
+	auditKey, err := audit.LoadOrCreateKey(filepath.Join(a.home, "audit.key"))
+	if err != nil {
+		return nil, err
+	}
 	store, err := sqlstore.Open(ctx, dsn)
 	if err != nil {
 		return nil, err
 	}
 	svc, err := control.New(ctx, store, control.Config{FeeBasisPoints: fee, AllowSimulated: c.AllowSimulated,
-		HeartbeatInterval: c.Heartbeat, LostAfter: c.LostAfter, SettleInterval: c.Settle}, logger)
+		HeartbeatInterval: c.Heartbeat, LostAfter: c.LostAfter, SettleInterval: c.Settle,
+		SecretKey: secretKey, AuditKey: auditKey, AuditHeadFile: filepath.Join(a.home, "audit.head"),
+		AuditInterval: c.AuditEvery, AuditRetention: retention}, logger)
 	if err != nil {
 		store.Close()
 		return nil, err
@@ -163,7 +189,7 @@ func startControlPlane(ctx context.Context, a *app, c serverConfig, logger *slog
 		return nil, err
 	}
 	api := shttp.NewServer(svc, logger)
-	web, err := console.New(console.Config{Service: svc, Logger: logger})
+	web, err := console.New(console.Config{Service: svc, Logger: logger, Limiter: api.Limiter, Lockout: api.Lockout})
 	if err != nil {
 		ln.Close()
 		store.Close()
@@ -262,7 +288,14 @@ func newServerCmd(a *app) *cobra.Command {
 'suanli host join-token'; clients reach it with --server or SUANLI_SERVER.
 
 On first start it creates the operator account and writes its API key to
-HOME/config.json (mode 0600).`,
+HOME/config.json (mode 0600), and makes the server's keys, readable by it
+alone: HOME/secret.key (seals secrets at rest, signs instance tokens) and
+HOME/audit.key (signs audit checkpoints; HOME/audit.head keeps the newest
+checkpoint outside the database). Back them up with the database: secrets
+sealed under a lost secret.key do not open again.
+
+Accounts are created by the operator (suanli admin accounts create NAME);
+there is no self-service signup.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			unlock, err := lockHome(a.home)
