@@ -19,6 +19,7 @@ import (
 	"github.com/suanli/suanli"
 	"github.com/suanli/suanli/agent"
 	"github.com/suanli/suanli/agent/process"
+	"github.com/suanli/suanli/auth"
 	"github.com/suanli/suanli/control"
 	shttp "github.com/suanli/suanli/http"
 	"github.com/suanli/suanli/sqlstore"
@@ -77,7 +78,8 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	api := shttp.NewServer(svc, logger)
-	vast := vastapi.New(svc, logger, vastapi.Config{PollInterval: 20 * time.Millisecond})
+	api.Limiter = &auth.RateLimiter{Rate: 100, Burst: 100} // the tests make many key requests in a row
+	vast := vastapi.New(svc, logger, vastapi.Config{PollInterval: 20 * time.Millisecond, Lockout: api.Lockout, Limiter: api.Limiter})
 	vast.Register(api.Mux())
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)

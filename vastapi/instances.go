@@ -22,13 +22,13 @@ func (h *Handler) registerInstanceRoutes() {
 	h.handle(http.MethodDelete, "/api/v0/instances/{id}", catInstanceWrite, h.handleDestroy)
 	h.handle(http.MethodPut, "/api/v0/instances/reboot/{id}", catInstanceWrite, h.handleReboot)
 	h.handle(http.MethodPut, "/api/v0/instances/bid_price/{id}", catInstanceWrite, h.handleChangeBid)
-	h.handle(http.MethodPut, "/api/v0/instances/request_logs/{id}", catInstanceRead, h.handleLogs)
+	h.handle(http.MethodPut, "/api/v0/instances/request_logs/{id}", catInstanceRead, h.handleLogs, asRead)
 	h.handle(http.MethodPut, "/api/v0/instances/command/{id}", catInstanceWrite, h.handleExecute)
 }
 
 // createNames maps the native create fields onto the Vast body's.
 var createNames = map[string]string{"offer_id": "id", "disk_gb": "disk", "cmd": "onstart", "bid": "price",
-	"rental_type": "price", "ports": "env", "template": "template_hash_id"}
+	"rental_type": "price", "ports": "env", "template": "template_hash_id", "registry_auth": "image_login"}
 
 // keepAlive is the command an ssh-type Vast instance runs: the onstart
 // script, then nothing until it is stopped, so that the instance stays up
@@ -91,13 +91,43 @@ func translateCreate(offerID int64, body obj) (*suanli.InstanceCreate, error) {
 	}
 	if login, ok, err := body.str("image_login"); err != nil {
 		return nil, err
-	} else if ok && login != "" {
-		return nil, suanli.FieldErrorf("image_login", "registry logins are not passed on by this marketplace: use a public image, or one the host has")
+	} else if ok && strings.TrimSpace(login) != "" {
+		if c.RegistryAuth, err = parseLogin(login); err != nil {
+			return nil, err
+		}
 	}
 	if err := translateEnv(c, body); err != nil {
 		return nil, err
 	}
 	return c, translateCommand(c, body)
+}
+
+// parseLogin reads Vast's image_login, docker login's arguments: "-u USER
+// -p PASSWORD [REGISTRY]". The password becomes a sealed secret natively.
+func parseLogin(login string) (*suanli.RegistryAuth, error) {
+	ra := &suanli.RegistryAuth{}
+	f := strings.Fields(login)
+	for i := 0; i < len(f); i++ {
+		switch a := f[i]; {
+		case (a == "-u" || a == "--username" || a == "-p" || a == "--password") && i+1 < len(f):
+			if a == "-u" || a == "--username" {
+				ra.Username = f[i+1]
+			} else {
+				ra.Password = f[i+1]
+			}
+			i++
+		case strings.HasPrefix(a, "-"):
+			return nil, suanli.FieldErrorf("image_login", "%q: write -u USER -p PASSWORD [REGISTRY]", a)
+		case ra.Server == "":
+			ra.Server = a
+		default:
+			return nil, suanli.FieldErrorf("image_login", "write -u USER -p PASSWORD [REGISTRY]")
+		}
+	}
+	if ra.Username == "" || ra.Password == "" {
+		return nil, suanli.FieldErrorf("image_login", "write -u USER -p PASSWORD [REGISTRY]: both a user and a password")
+	}
+	return ra, nil
 }
 
 // translateEnv reads Vast's env object: KEY: value pairs are environment

@@ -516,9 +516,9 @@ func translateOrder(raw json.RawMessage, typ string) (string, error) {
 
 func (h *Handler) registerOfferRoutes() {
 	h.handle(http.MethodGet, "/api/v0/gpu_names/unique", "", h.handleGPUNames)
-	h.handle(http.MethodPost, "/api/v0/bundles", catMisc, h.handleSearch)
-	h.handle(http.MethodPut, "/api/v0/bundles", catMisc, h.handleSearch)
-	h.handle(http.MethodPut, "/api/v0/search/asks", catMisc, h.handleSearch)
+	h.handle(http.MethodPost, "/api/v0/bundles", catMisc, h.handleSearch, asRead)
+	h.handle(http.MethodPut, "/api/v0/bundles", catMisc, h.handleSearch, asRead)
+	h.handle(http.MethodPut, "/api/v0/search/asks", catMisc, h.handleSearch, asRead)
 	h.handle(http.MethodGet, "/api/v0/bundles", catMisc, h.handleSearchGET)
 }
 

@@ -23,10 +23,11 @@ const (
 	catTeamWrite     = "team_write"
 )
 
-// categoryScope is the Suanli scope each Vast category needs. "" means the
-// native services decide per call (the user categories cover SSH keys, which
-// Suanli files under instance scopes, and the account, which every key may
-// read); categories Suanli has no counterpart for are absent.
+// categoryScope is the Suanli scope a route of each Vast category needs,
+// checked before the call so that the error names the category. "" means
+// the native services decide per call: the user categories cover the
+// account (which every key may read), SSH keys (instance scopes in Suanli)
+// and API keys (key scopes).
 var categoryScope = map[string]string{
 	catInstanceRead:  suanli.ScopeInstanceRead,
 	catInstanceWrite: suanli.ScopeInstanceWrite,
@@ -36,24 +37,26 @@ var categoryScope = map[string]string{
 	catMachineRead:   suanli.ScopeHostRead,
 	catMachineWrite:  suanli.ScopeHostWrite,
 	catMisc:          suanli.ScopeInstanceRead, // searching offers
+	catTeamRead:      suanli.ScopeTeamRead,
+	catTeamWrite:     suanli.ScopeTeamWrite,
 }
 
 // categoryScopes is what a key created through Vast's API gets for each
-// category it asks for. A category without a Suanli counterpart
-// (billing_write: credit transfers are operator-only; team_*: no teams yet)
-// grants nothing; the reply lists it as unmapped.
+// category it asks for. billing_write (credit transfers) has no Suanli
+// counterpart: credit is granted by operators; it grants nothing, and the
+// reply lists it as unmapped.
 var categoryScopes = map[string][]string{
 	catInstanceRead:  {suanli.ScopeInstanceRead},
 	catInstanceWrite: {suanli.ScopeInstanceRead, suanli.ScopeInstanceWrite},
-	catUserRead:      nil,
-	catUserWrite:     nil,
+	catUserRead:      {suanli.ScopeKeyRead},
+	catUserWrite:     {suanli.ScopeKeyRead, suanli.ScopeKeyWrite, suanli.ScopeAccountWrite},
 	catBillingRead:   {suanli.ScopeBillingRead},
 	catBillingWrite:  nil,
 	catMachineRead:   {suanli.ScopeHostRead},
 	catMachineWrite:  {suanli.ScopeHostRead, suanli.ScopeHostWrite},
 	catMisc:          {suanli.ScopeInstanceRead},
-	catTeamRead:      nil,
-	catTeamWrite:     nil,
+	catTeamRead:      {suanli.ScopeTeamRead},
+	catTeamWrite:     {suanli.ScopeTeamRead, suanli.ScopeTeamWrite},
 }
 
 // allCategories lists Vast's categories in display order.

@@ -40,6 +40,12 @@ type Config struct {
 	// PollInterval is how often a reboot looks at the instance while it
 	// waits; default 200ms.
 	PollInterval time.Duration
+	// Lockout and Limiter are the native API server's (shttp.Server's), so
+	// that an address locked out after failed authentications is locked
+	// out of both APIs, and key routes share one rate limit. nil: the
+	// layer keeps its own.
+	Lockout *auth.Lockout
+	Limiter *auth.RateLimiter
 }
 
 // DefaultResultTTL is how long a result URL answers by default: the CLI
@@ -72,6 +78,12 @@ func New(svc *control.Service, logger *slog.Logger, cfg Config) *Handler {
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = 200 * time.Millisecond
+	}
+	if cfg.Lockout == nil {
+		cfg.Lockout = &auth.Lockout{}
+	}
+	if cfg.Limiter == nil {
+		cfg.Limiter = &auth.RateLimiter{Rate: 1.0 / 6, Burst: 10}
 	}
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -119,10 +131,22 @@ func (h *Handler) goBackground(r *http.Request, timeout time.Duration, fn func(c
 // without a trailing slash; "{name}" captures a segment.
 type route struct {
 	method   string
+	pattern  string
 	segs     []string
 	category string // Vast permission category, "" for public routes
+	read     bool   // a read sent as POST or PUT (search, logs): not audited
+	limited  bool   // rate-limited per client address (key routes)
 	h        func(w http.ResponseWriter, r *http.Request, a args) error
 }
+
+// routeOpt marks a route.
+type routeOpt func(*route)
+
+// asRead marks a POST or PUT that only reads (Vast searches with POST).
+func asRead(rt *route) { rt.read = true }
+
+// limited marks a key route: rate-limited per client address.
+func limited(rt *route) { rt.limited = true }
 
 // args are a route's captured path segments.
 type args map[string]string
@@ -139,8 +163,12 @@ func (a args) id(name string) (int64, error) {
 }
 
 // handle adds a route. pattern is written without a trailing slash.
-func (h *Handler) handle(method, pattern, category string, fn func(w http.ResponseWriter, r *http.Request, a args) error) {
-	h.routes = append(h.routes, &route{method: method, segs: splitPath(pattern), category: category, h: fn})
+func (h *Handler) handle(method, pattern, category string, fn func(w http.ResponseWriter, r *http.Request, a args) error, opts ...routeOpt) {
+	rt := &route{method: method, pattern: pattern, segs: splitPath(pattern), category: category, h: fn}
+	for _, o := range opts {
+		o(rt)
+	}
+	h.routes = append(h.routes, rt)
 }
 
 func splitPath(p string) []string {
@@ -199,21 +227,86 @@ func matchSegs(pat, segs []string) (args, bool) {
 
 var errMethod = errors.New("method not allowed")
 
-// ServeHTTP implements http.Handler.
+// ServeHTTP implements http.Handler: route, lockout and rate limit (shared
+// with the native API), authentication, the handler, Vast's error shape, and
+// an audit entry for every mutation, as the native API writes them.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rid := newRequestID()
 	w.Header().Set("X-Request-Id", rid)
+	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+	ip := clientIP(r)
 	rt, a, err := h.match(r)
 	if err == nil && rt.category != "" {
-		r, err = h.authenticate(r, rt.category)
+		if locked, d := h.cfg.Lockout.Locked(ip); locked {
+			err = rateLimited(d, "too many failed authentications from %s: wait %s, then check the key you use", ip, roundUp(d))
+		} else if rt.limited {
+			if allowed, d := h.cfg.Limiter.Allow(ip); !allowed {
+				err = rateLimited(d, "too many key requests from %s: wait %s", ip, roundUp(d))
+			}
+		}
+		if err == nil {
+			if r, err = h.authenticate(r, rt.category); suanli.ErrorCode(err) == suanli.EUNAUTHORIZED && secretOf(r) != "" {
+				if locked, d := h.cfg.Lockout.Fail(ip); locked {
+					h.log.Warn("address locked out", "addr", ip, "for", d)
+				}
+			}
+		}
 	}
 	if err == nil {
-		err = rt.h(w, r, a)
+		err = rt.h(sw, r, a)
 	}
 	if err != nil {
-		h.writeError(w, r, rid, err)
+		h.writeError(sw, r, rid, err)
+	}
+	if rt != nil && rt.category != "" && !rt.read && r.Method != http.MethodGet && r.Method != http.MethodHead {
+		h.svc.RecordAudit(r.Context(), h.auditEvent(r, rt, sw.status, err, ip, rid))
 	}
 }
+
+// auditEvent is a mutation's audit entry, in the native API's form; the
+// action names the Vast route ("PUT /api/v0/asks/{id}"), the target is the
+// path (never the query string).
+func (h *Handler) auditEvent(r *http.Request, rt *route, status int, err error, ip, rid string) suanli.AuditEvent {
+	e := suanli.AuditEvent{Action: rt.method + " " + rt.pattern, Target: r.URL.Path, Source: ip, RequestID: rid,
+		Result: strconv.Itoa(status), Detail: "vast api"}
+	if len(e.Target) > 200 {
+		e.Target = e.Target[:200]
+	}
+	if err != nil {
+		e.Result += " " + suanli.ErrorCode(err)
+	}
+	if p := suanli.PrincipalFromContext(r.Context()); p != nil {
+		e.ActorID, e.AccountID, e.KeyID = p.UserID, p.AccountID, p.KeyID
+		if p.TeamRole != "" {
+			e.Detail += ", as " + p.TeamRole + " of the team"
+		}
+	}
+	return e
+}
+
+func rateLimited(d time.Duration, format string, args ...any) error {
+	e := suanli.Errorf(suanli.ERATELIMITED, format, args...)
+	e.RetryAfterS = max(1, int(roundUp(d)/time.Second))
+	return e
+}
+
+func roundUp(d time.Duration) time.Duration {
+	return (d + time.Second - 1).Truncate(time.Second)
+}
+
+// statusWriter remembers the status written, for the audit entry.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// teamHeader selects a team to act on, as on the native API.
+const teamHeader = shttp.TeamHeader
 
 type keyPrefixKey struct{}
 
@@ -222,13 +315,7 @@ type keyPrefixKey struct{}
 // parameter. The route's Vast permission category must map onto a scope
 // the key holds.
 func (h *Handler) authenticate(r *http.Request, category string) (*http.Request, error) {
-	secret := ""
-	if v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
-		secret = strings.TrimSpace(v)
-	}
-	if secret == "" {
-		secret = strings.TrimSpace(r.URL.Query().Get("api_key"))
-	}
+	secret := secretOf(r)
 	if secret == "" {
 		return r, suanli.Errorf(suanli.EUNAUTHORIZED, "no API key: send Authorization: Bearer sl_live_… (vastai set api-key KEY), or ?api_key=")
 	}
@@ -236,12 +323,29 @@ func (h *Handler) authenticate(r *http.Request, category string) (*http.Request,
 	if err != nil {
 		return r, err
 	}
-	if scope := categoryScope[category]; scope != "" && !p.Can(scope) {
-		return r, suanli.Errorf(suanli.EFORBIDDEN, "this API key lacks the %s permission (Suanli scope %s)", category, scope)
+	if team := strings.TrimSpace(r.Header.Get(teamHeader)); team != "" {
+		if p, err = h.svc.SelectTeam(r.Context(), p, team); err != nil {
+			return r, err
+		}
 	}
 	ctx := suanli.NewContextWithPrincipal(r.Context(), p)
 	ctx = context.WithValue(ctx, keyPrefixKey{}, auth.DisplayPrefix(secret))
-	return r.WithContext(ctx), nil
+	r = r.WithContext(ctx)
+	if scope := categoryScope[category]; scope != "" && !p.Can(scope) {
+		return r, suanli.Errorf(suanli.EFORBIDDEN, "this API key lacks the %s permission (Suanli scope %s)", category, scope)
+	}
+	return r, nil
+}
+
+// secretOf is the credential a request presents: the Bearer header, else
+// the api_key query parameter of older CLIs.
+func secretOf(r *http.Request) string {
+	if v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		if v = strings.TrimSpace(v); v != "" {
+			return v
+		}
+	}
+	return strings.TrimSpace(r.URL.Query().Get("api_key"))
 }
 
 // keyPrefix is the displayable prefix of the key the request came with.
@@ -283,6 +387,7 @@ var vastCodes = map[string]string{
 	suanli.EPAYMENTREQUIRED: "insufficient_credit",
 	suanli.EUNAVAILABLE:     "unavailable",
 	suanli.EINTERNAL:        "internal_error",
+	suanli.ERATELIMITED:     "rate_limited",
 }
 
 // notImplemented is an error for a Vast feature this marketplace does not
@@ -309,6 +414,9 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, rid string,
 	var se *suanli.Error
 	if errors.As(err, &se) {
 		body.Field = se.Field
+		if se.RetryAfterS > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(se.RetryAfterS))
+		}
 	}
 	if code == suanli.EINTERNAL {
 		body.Msg = "internal error (request " + rid + ")"

@@ -395,7 +395,7 @@ func TestCreateTranslation(t *testing.T) {
 		{`{"image": "busybox", "onstart": "true", "env": {"-p 53:53/udp": "1"}}`, "env"},
 		{`{"image": "busybox", "onstart": "true", "env": {"SUANLI_X": "1"}}`, "env"},
 		{`{"image": "busybox", "onstart": "true", "price": "0.01"}`, "price"}, // under the minimum bid
-		{`{"image": "busybox", "onstart": "true", "image_login": "-u bob -p pw docker.io"}`, "image_login"},
+		{`{"image": "busybox", "onstart": "true", "image_login": "-u bob docker.io"}`, "image_login"},
 		{`{"image": "busybox", "onstart": "true", "runtype": "jupyter_direc ssh_direc"}`, "runtype"},
 		{`{"image": "busybox", "onstart": "true", "template_hash_id": "no-such-template"}`, "template_hash_id"},
 	} {

@@ -198,7 +198,7 @@ func startControlPlane(ctx context.Context, a *app, c serverConfig, logger *slog
 	web.Register(api.Mux())
 	var vast *vastapi.Handler
 	if c.VastAPI {
-		vast = vastapi.New(svc, logger, vastapi.Config{})
+		vast = vastapi.New(svc, logger, vastapi.Config{Lockout: api.Lockout, Limiter: api.Limiter})
 		vast.Register(api.Mux())
 	}
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
