@@ -145,3 +145,58 @@ func TestRegistryLogin(t *testing.T) {
 		t.Error("the registry password appears in the instance row")
 	}
 }
+
+// TestOtherTenant calls every route that names an object of the renter's
+// with another tenant's key: each answers not_found, and nothing changes.
+func TestOtherTenant(t *testing.T) {
+	e := newEnv(t)
+	id := e.createInstance(`{"image": "busybox", "onstart": "sleep 600", "label": "mine"}`)
+	e.waitStatus(id, "running")
+	k := e.do("POST", "/api/v0/ssh/", e.renterKey, fmt.Sprintf(`{"ssh_key": %q}`, testKey(t, "mine"))).obj(t)
+	key := e.do("POST", "/api/v0/auth/apikeys/", e.renterKey, `{"name": "mine", "permissions": {"api": {"instance_read": {}}}}`).obj(t)
+	before := e.show(id)
+	for _, c := range []struct{ method, path, body string }{
+		{"GET", "/api/v0/instances/%d/", ""},
+		{"PUT", "/api/v0/instances/%d/", `{"state": "stopped"}`},
+		{"PUT", "/api/v0/instances/%d/", `{"label": "theirs"}`},
+		{"DELETE", "/api/v0/instances/%d/", ""},
+		{"PUT", "/api/v0/instances/reboot/%d/", ""},
+		{"PUT", "/api/v0/instances/request_logs/%d/", `{"tail": "10"}`},
+		{"PUT", "/api/v0/instances/command/%d/", `{"command": "true"}`},
+		{"GET", "/api/v0/machines/%d", ""},
+		{"DELETE", "/api/v0/machines/%d/asks/", ""},
+		{"PUT", "/api/v0/machines/%d/minbid/", `{"price": 0.01}`},
+	} {
+		target := id
+		if strings.Contains(c.path, "machines") {
+			target = e.machineID
+		}
+		p := fmt.Sprintf(c.path, target)
+		e.do(c.method, p, e.other, c.body).vastError(t, http.StatusNotFound, "not_found")
+	}
+	e.do("PUT", "/api/v0/instances/", e.other, fmt.Sprintf(`{"ids": [%d], "state": "stopped"}`, id)).vastError(t, http.StatusNotFound, "not_found")
+	e.do("DELETE", fmt.Sprintf("/api/v0/ssh/%s/", k["id"]), e.other, "").vastError(t, http.StatusNotFound, "not_found")
+	e.do("DELETE", fmt.Sprintf("/api/v0/auth/apikeys/%s/", key["id"]), e.other, "").vastError(t, http.StatusNotFound, "not_found")
+	after := e.show(id)
+	for _, f := range []string{"actual_status", "intended_status", "label"} {
+		if before[f] != after[f] {
+			t.Errorf("%s changed from %v to %v by another tenant", f, before[f], after[f])
+		}
+	}
+	m, err := e.svc.FindMachineByID(e.ctx(e.renterID), e.machineID)
+	if err != nil || !m.Listing.Listed || m.Listing.MinBid != 200_000 {
+		t.Errorf("machine changed by another tenant: %+v (%v)", m.Listing, err)
+	}
+	var list []map[string]any
+	e.do("GET", "/api/v0/ssh/", e.other, "").json(t, &list)
+	if len(list) != 0 {
+		t.Errorf("other tenant's ssh keys = %v", list)
+	}
+	var ms struct {
+		Machines []map[string]any `json:"machines"`
+	}
+	e.do("GET", "/api/v0/machines?owner=me", e.other, "").json(t, &ms)
+	if len(ms.Machines) != 0 {
+		t.Errorf("other tenant's machines = %v", ms.Machines)
+	}
+}
