@@ -92,6 +92,10 @@ func (c *Console) handleAdvisor(w http.ResponseWriter, r *http.Request, s *sessi
 		}
 	case toolCompare:
 		p.Cmp = &compareView{In: compareInputs{Q: q.Get("q"), Limit: cmpOr(q.Get("limit"), "10"), Order: cmpOr(q.Get("order"), "dph")}}
+		if p.Cmp.Catalog, err = c.catalog(); err != nil {
+			return err
+		}
+		advisor.SortCatalog(p.Cmp.Catalog)
 		if run {
 			err = c.compare(r, p.Cmp)
 		}

@@ -88,8 +88,9 @@ type compareInputs struct {
 // compareView is the public-cloud comparison: each offer next to the
 // cheapest instance of each provider with its GPU.
 type compareView struct {
-	In     compareInputs
-	Result *advisor.Comparison
+	In      compareInputs
+	Result  *advisor.Comparison
+	Catalog []advisor.CatalogRow // every price compared against, as `suanli catalog ls` lists them
 }
 
 // compare searches the offers and compares them with the catalog.
@@ -105,11 +106,7 @@ func (c *Console) compare(r *http.Request, v *compareView) error {
 	if err != nil {
 		return queryError(err)
 	}
-	catalog, err := c.catalog()
-	if err != nil {
-		return err
-	}
-	v.Result = advisor.Compare(res.Offers, catalog, c.now().UTC())
+	v.Result = advisor.Compare(res.Offers, v.Catalog, c.now().UTC())
 	return nil
 }
 

@@ -35,6 +35,9 @@ func TestAdvisor(t *testing.T) {
 			t.Errorf("GET %s: %d, want the empty form\n%s", p, r.status, r.body)
 		}
 	}
+	// The tables `--list` and `catalog ls` print are on the pages too.
+	contains(t, b.get("/advisor/compare"), "The price catalog", "p4de.24xlarge", "2024-10-01")
+	contains(t, b.get("/advisor/cpu-or-gpu"), "The rules of thumb", "feature-engineering", "opendata.blender.org")
 	if r := b.get("/advisor/horoscope"); r.status != http.StatusNotFound {
 		t.Errorf("unknown tool: %d", r.status)
 	}
