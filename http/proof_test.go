@@ -137,8 +137,18 @@ var routeCases = map[string]routeCase{
 		func(w *world) string { return fmt.Sprintf(`{"machine_id":%d,"name":"mine","size_gb":1}`, w.machineID) }},
 	"GET /v1/volumes":           {kindSelf, suanli.ScopeInstanceRead, p("/v1/volumes?all=true"), nil},
 	"DELETE /v1/volumes/{name}": {kindObject, suanli.ScopeInstanceWrite, func(w *world) string { return "/v1/volumes/" + w.volumeName }, nil},
-	"POST /v1/agent/join":       {kindPublic, "", p("/v1/agent/join"), func(*world) string { return `{"token":"` + auth.NewSecret(auth.PrefixJoin) + `"}` }},
-	"POST /v1/agent/sync":       {kindObject, suanli.ScopeAgent, p("/v1/agent/sync"), func(w *world) string { return fmt.Sprintf(`{"machine_id":%d}`, w.machineID) }},
+	"POST /v1/fleets": {kindSelf, suanli.ScopeInstanceWrite, p("/v1/fleets"),
+		func(w *world) string {
+			return fmt.Sprintf(`{"offer_id":%d,"image":"x","num_gpus":1,"cmd":["true"],"count":1}`, w.machineID)
+		}},
+	"POST /v1/instances/{id}/bid":           {kindObject, suanli.ScopeInstanceWrite, instPath("/bid"), p(`{"bid":500000}`)},
+	"POST /v1/instances/{id}/recreate":      {kindObject, suanli.ScopeInstanceWrite, instPath("/recreate"), p(`{}`)},
+	"GET /v1/instances/{id}/reservation":    {kindObject, suanli.ScopeInstanceRead, instPath("/reservation"), nil},
+	"POST /v1/instances/{id}/reservation":   {kindObject, suanli.ScopeInstanceWrite, instPath("/reservation"), p(`{"days":30}`)},
+	"DELETE /v1/instances/{id}/reservation": {kindObject, suanli.ScopeInstanceWrite, instPath("/reservation"), nil},
+	"GET /v1/market/prices":                 {kindMarket, suanli.ScopeInstanceRead, p("/v1/market/prices?q=gpu_name%3DRTX_4090"), nil},
+	"POST /v1/agent/join":                   {kindPublic, "", p("/v1/agent/join"), func(*world) string { return `{"token":"` + auth.NewSecret(auth.PrefixJoin) + `"}` }},
+	"POST /v1/agent/sync":                   {kindObject, suanli.ScopeAgent, p("/v1/agent/sync"), func(w *world) string { return fmt.Sprintf(`{"machine_id":%d}`, w.machineID) }},
 }
 
 func (c routeCase) request(w *world) (path, body string) {

@@ -102,6 +102,7 @@ func NewServer(svc *control.Service, logger *slog.Logger) *Server {
 	s.registerAgentRoutes()
 	s.registerSSHRoutes()
 	s.registerCostRoutes()
+	s.registerMarketRoutes()
 	return s
 }
 

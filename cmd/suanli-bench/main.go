@@ -3,6 +3,7 @@
 // same answers before they report any time (DESIGN §8).
 //
 //	suanli-bench search [flags]   offer search: market.Index vs SQLite vs a naive scan
+//	suanli-bench place [flags]    placement at 100k hosts: group-committed decisions vs one SQLite transaction each
 //
 // Progress goes to stderr, results to stdout.
 package main
@@ -21,6 +22,9 @@ const usage = `usage: suanli-bench <benchmark> [flags]
 benchmarks:
   search    offer search: the in-memory market index against SQLite and a naive
             scan-and-sort, under a concurrent writer (see suanli-bench search -h)
+  place     placement and preemption at 100k hosts: sched.Cluster with a
+            group-committed decision log against one SQLite transaction per
+            placement (see suanli-bench place -h)
 `
 
 func main() {
@@ -34,6 +38,8 @@ func main() {
 	switch os.Args[1] {
 	case "search":
 		err = runSearch(ctx, os.Args[2:])
+	case "place":
+		err = runPlace(os.Args[2:])
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 		return

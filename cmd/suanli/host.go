@@ -118,6 +118,9 @@ locked into each rental when it is created: changes apply to new rentals.`,
 				c, _ := cmd.Flags().GetString("country")
 				u.Country = &c
 			}
+			if err := applyMarketListingFlags(cmd, &u); err != nil {
+				return err
+			}
 			m, err := a.client().ListMachine(cmd.Context(), id, u)
 			if err != nil {
 				return err
@@ -141,6 +144,7 @@ locked into each rental when it is created: changes apply to new rentals.`,
 	f.String("country", "", "ISO country code where the machine is, e.g. DE")
 	f.StringVar(&endDate, "end-date", "", "the listing ends at this date (rentals cannot outlast it)")
 	f.BoolVar(&jsonOut, "json", false, "print the machine as JSON")
+	marketListingFlags(cmd)
 	return cmd
 }
 
