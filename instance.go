@@ -192,6 +192,15 @@ type InstanceCreate struct {
 	AllowedCountries []string `json:"allowed_countries,omitempty"`
 }
 
+// InstanceUpdate changes an instance's own attributes, not its state (stop,
+// start and destroy have their own methods); nil fields stay as they are.
+type InstanceUpdate struct {
+	Label *string `json:"label,omitempty"`
+}
+
+// MaxLabelLen is the longest instance label.
+const MaxLabelLen = 200
+
 // DefaultDiskGB is the disk an instance gets when the renter names none.
 const DefaultDiskGB = 10
 

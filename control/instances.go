@@ -95,8 +95,8 @@ func validateCreate(c *suanli.InstanceCreate) error {
 	if r := c.RegistryAuth; r != nil && (r.Username == "" || r.Password == "") {
 		return suanli.FieldErrorf("registry_auth", "give both a username and a password (or a token as the password)")
 	}
-	if len(c.Label) > 200 {
-		return suanli.FieldErrorf("label", "longer than 200 characters")
+	if err := validateLabel(c.Label); err != nil {
+		return err
 	}
 	if len(c.Project) > 100 || strings.ContainsAny(c.Project, ":= ") {
 		return suanli.FieldErrorf("project", "%q: up to 100 characters, no spaces, ':' or '='", c.Project)
@@ -292,6 +292,32 @@ func (s *Service) StopInstance(ctx context.Context, id int64) (*suanli.Instance,
 		}
 		in.Desired = suanli.DesiredStopped
 		in.Status, in.StatusMessage = suanli.StatusStopping, "stop requested"
+		return nil
+	})
+}
+
+func validateLabel(l string) error {
+	if len(l) > suanli.MaxLabelLen {
+		return suanli.FieldErrorf("label", "longer than %d characters", suanli.MaxLabelLen)
+	}
+	return nil
+}
+
+// UpdateInstance changes one of the caller's instances' attributes (its
+// label). EINVALID, ENOTFOUND, ECONFLICT when it is destroyed.
+func (s *Service) UpdateInstance(ctx context.Context, id int64, u suanli.InstanceUpdate) (*suanli.Instance, error) {
+	if u.Label != nil {
+		if err := validateLabel(*u.Label); err != nil {
+			return nil, err
+		}
+	}
+	return s.changeInstance(ctx, id, false, func(in *suanli.Instance) error {
+		if in.Status == suanli.StatusDestroyed {
+			return suanli.Errorf(suanli.ECONFLICT, "instance %d is destroyed", id)
+		}
+		if u.Label != nil {
+			in.Label = *u.Label
+		}
 		return nil
 	})
 }
