@@ -61,6 +61,9 @@ func (s *Service) Run(ctx context.Context) error {
 			if err := s.CheckGuards(ctx); err != nil {
 				s.Logger.Error("check guards", "err", err)
 			}
+			if err := s.RunSchedules(ctx); err != nil {
+				s.Logger.Error("book scheduled runs", "err", err)
+			}
 			if err := s.CheckRecoveries(ctx); err != nil {
 				s.Logger.Error("check recoveries", "err", err)
 			}

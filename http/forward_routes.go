@@ -190,3 +190,77 @@ func (c *Client) MachineCalendar(ctx context.Context, id int64) ([]suanli.Calend
 	var es []suanli.CalendarEntry
 	return es, c.get(ctx, fmt.Sprintf("/v1/machines/%d/calendar", id), &es)
 }
+
+func init() {
+	apiOps = append(apiOps,
+		apiOp{"POST", "/v1/deferred", "Run a job whenever it is cheapest before a deadline: books the cheapest window, or runs now.", suanli.DeferredCreate{}, suanli.DeferredPlan{}},
+		apiOp{"POST", "/v1/schedules", "A recurring rental: a cron schedule whose runs are booked a day ahead.", suanli.Schedule{}, suanli.Schedule{}},
+		apiOp{"GET", "/v1/schedules", "Your recurring rentals with their next run.", nil, []suanli.Schedule{}},
+		apiOp{"DELETE", "/v1/schedules/{id}", "Stop a recurring rental (booked runs stand).", nil, nil},
+	)
+}
+
+func (s *Server) registerDeferredRoutes() {
+	s.route("POST /v1/deferred", false, func(w http.ResponseWriter, r *http.Request) error {
+		var c suanli.DeferredCreate
+		if err := decode(r, &c); err != nil {
+			return err
+		}
+		plan, err := s.Service.CreateDeferred(r.Context(), c)
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, http.StatusCreated, plan)
+	})
+	s.route("POST /v1/schedules", false, func(w http.ResponseWriter, r *http.Request) error {
+		var sc suanli.Schedule
+		if err := decode(r, &sc); err != nil {
+			return err
+		}
+		out, err := s.Service.CreateSchedule(r.Context(), sc)
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, http.StatusCreated, out)
+	})
+	s.route("GET /v1/schedules", false, func(w http.ResponseWriter, r *http.Request) error {
+		scs, err := s.Service.FindSchedules(r.Context())
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, 200, scs)
+	})
+	s.route("DELETE /v1/schedules/{id}", false, func(w http.ResponseWriter, r *http.Request) error {
+		id, err := pathID(r, "id")
+		if err != nil {
+			return err
+		}
+		if err := s.Service.CancelSchedule(r.Context(), id); err != nil {
+			return err
+		}
+		return writeJSON(w, 200, map[string]bool{"cancelled": true})
+	})
+}
+
+// CreateDeferred plans a deferred job.
+func (c *Client) CreateDeferred(ctx context.Context, d suanli.DeferredCreate) (*suanli.DeferredPlan, error) {
+	var p suanli.DeferredPlan
+	return &p, c.do(ctx, c.HTTP, http.MethodPost, "/v1/deferred", d, &p)
+}
+
+// CreateSchedule creates a recurring rental.
+func (c *Client) CreateSchedule(ctx context.Context, sc suanli.Schedule) (*suanli.Schedule, error) {
+	var out suanli.Schedule
+	return &out, c.do(ctx, c.HTTP, http.MethodPost, "/v1/schedules", sc, &out)
+}
+
+// FindSchedules lists recurring rentals.
+func (c *Client) FindSchedules(ctx context.Context) ([]*suanli.Schedule, error) {
+	var out []*suanli.Schedule
+	return out, c.get(ctx, "/v1/schedules", &out)
+}
+
+// CancelSchedule stops a recurring rental.
+func (c *Client) CancelSchedule(ctx context.Context, id int64) error {
+	return c.do(ctx, c.HTTP, http.MethodDelete, fmt.Sprintf("/v1/schedules/%d", id), nil, nil)
+}

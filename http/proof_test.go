@@ -157,9 +157,15 @@ var routeCases = map[string]routeCase{
 	"POST /v1/bookings": {kindSelf, suanli.ScopeInstanceWrite, p("/v1/bookings"), func(w *world) string {
 		return fmt.Sprintf(`{"window_id":%d,"hours":1,"gpus":1,"image":"x"}`, w.windowID)
 	}},
-	"GET /v1/bookings":               {kindSelf, suanli.ScopeInstanceRead, p("/v1/bookings"), nil},
-	"GET /v1/bookings/{id}":          {kindObject, suanli.ScopeInstanceRead, func(w *world) string { return fmt.Sprintf("/v1/bookings/%d", w.bookingID) }, nil},
-	"DELETE /v1/bookings/{id}":       {kindObject, suanli.ScopeInstanceWrite, func(w *world) string { return fmt.Sprintf("/v1/bookings/%d", w.bookingID) }, nil},
+	"GET /v1/bookings":         {kindSelf, suanli.ScopeInstanceRead, p("/v1/bookings"), nil},
+	"GET /v1/bookings/{id}":    {kindObject, suanli.ScopeInstanceRead, func(w *world) string { return fmt.Sprintf("/v1/bookings/%d", w.bookingID) }, nil},
+	"DELETE /v1/bookings/{id}": {kindObject, suanli.ScopeInstanceWrite, func(w *world) string { return fmt.Sprintf("/v1/bookings/%d", w.bookingID) }, nil},
+	"POST /v1/deferred": {kindSelf, suanli.ScopeInstanceWrite, p("/v1/deferred"), func(w *world) string {
+		return fmt.Sprintf(`{"gpus":1,"hours":1,"deadline":%q,"image":"x","cmd":["true"],"max_price":1}`, w.clock.Now().Add(48*time.Hour).Format(time.RFC3339))
+	}},
+	"POST /v1/schedules":             {kindSelf, suanli.ScopeInstanceWrite, p("/v1/schedules"), p(`{"cron":"0 3 * * *","gpus":1,"hours":1,"image":"x"}`)},
+	"GET /v1/schedules":              {kindSelf, suanli.ScopeInstanceRead, p("/v1/schedules"), nil},
+	"DELETE /v1/schedules/{id}":      {kindObject, suanli.ScopeInstanceWrite, func(w *world) string { return fmt.Sprintf("/v1/schedules/%d", w.scheduleID) }, nil},
 	"GET /v1/machines/{id}/calendar": {kindObject, suanli.ScopeHostRead, machPath("/calendar"), nil},
 	"GET /v1/market/prices":          {kindMarket, suanli.ScopeInstanceRead, p("/v1/market/prices?q=gpu_name%3DRTX_4090"), nil},
 	"POST /v1/agent/join":            {kindPublic, "", p("/v1/agent/join"), func(*world) string { return `{"token":"` + auth.NewSecret(auth.PrefixJoin) + `"}` }},

@@ -104,6 +104,7 @@ func NewServer(svc *control.Service, logger *slog.Logger) *Server {
 	s.registerCostRoutes()
 	s.registerMarketRoutes()
 	s.registerForwardRoutes()
+	s.registerDeferredRoutes()
 	return s
 }
 

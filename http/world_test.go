@@ -68,7 +68,7 @@ type world struct {
 
 	machineID, instanceID, teamID, keyID, invitationID int64
 	sshKeyID, allowID                                  int64
-	windowID, bookingID                                int64
+	windowID, bookingID, scheduleID                    int64
 	sshPublicKey, volumeName                           string
 	instanceToken                                      string
 
@@ -191,6 +191,9 @@ func newWorld(t *testing.T) *world {
 	// Cancelled, so that it keeps no GPU from the other tests' rentals.
 	_, err = w.victim.CancelBooking(ctx, bk.ID)
 	must(t, err)
+	sc, err := w.victim.CreateSchedule(ctx, suanli.Schedule{Cron: "0 4 * * *", GPUs: 1, Hours: 1, Image: "busybox", MaxPrice: 1})
+	must(t, err)
+	w.scheduleID = sc.ID
 	w.planted = append(w.planted, "victim-ssh-"+tag, "victim-net-"+tag, w.volumeName, "victim-budget-"+tag)
 	w.secrets = append(w.secrets, budgetSecret)
 	w.secrets = append(w.secrets, k.Secret, tmp.Secret, w.instanceToken)

@@ -120,8 +120,8 @@ func rentableText(o *suanli.Offer) string {
 func newCreateCmd(a *app) *cobra.Command {
 	var c suanli.InstanceCreate
 	var env, secretEnv, allowed []string
-	var bid, regUser, regServer, query string
-	var count int
+	var bid, regUser, regServer, query, deadline, schedule string
+	var count, hours int
 	var allOrNothing, jsonOut, dryRun, wait bool
 	var g guardFlags
 	var mounts []string
@@ -159,6 +159,12 @@ it 8 hours after it starts, --stop-window "Mon-Fri 22:00-06:00" for nights.
 			pos := args
 			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
 				pos, c.Cmd = args[:dash], args[dash:]
+			}
+			if deadline != "" || schedule != "" {
+				if len(pos) > 0 {
+					return suanli.FieldErrorf("args", "--deadline and --schedule pick windows themselves: drop the offer id (narrow with --query)")
+				}
+				return createLater(cmd, a, query, deadline, schedule, hours, c, g.maxPrice, jsonOut)
 			}
 			switch {
 			case query != "" && len(pos) > 0:
@@ -300,6 +306,9 @@ it 8 hours after it starts, --stop-window "Mon-Fri 22:00-06:00" for nights.
 	f.StringVar(&c.Label, "label", "", "a label to recognise the instance")
 	f.StringVar(&bid, "bid", "", "rent interruptible at this price per hour for the whole instance (e.g. 0.25)")
 	f.StringVar(&query, "query", "", "pick offers with the query language instead of naming one")
+	f.StringVar(&deadline, "deadline", "", "run whenever it is cheapest before this (48h, or a time): books the cheapest window, or runs now (needs --hours)")
+	f.StringVar(&schedule, "schedule", "", `a recurring rental: cron fields in UTC ("0 2 * * 1-5"); each run is booked a day ahead (needs --hours)`)
+	f.IntVar(&hours, "hours", 0, "with --deadline or --schedule: how long the job (each run) lasts")
 	f.IntVar(&count, "count", 1, "instances to rent in this request")
 	f.BoolVar(&allOrNothing, "all-or-nothing", false, "with --count: rent none unless all can be placed")
 	f.BoolVar(&jsonOut, "json", false, "print the new instance (a fleet: the result) as JSON")
