@@ -11,7 +11,8 @@ import (
 
 // Run runs the control plane's loops until ctx ends: the periodic close
 // that settles running meters into the ledger (at multiples of
-// SettleInterval, so hourly closes fall on the hour), host leases, and the
+// SettleInterval, so hourly closes fall on the hour), host leases and
+// reservations that ran out, sampling the market for price history, and the
 // audit log's checkpoints and retention. It first loads the meters the
 // close keeps in memory.
 func (s *Service) Run(ctx context.Context) error {
@@ -32,10 +33,21 @@ func (s *Service) Run(ctx context.Context) error {
 	due := nextClose()
 	settle := time.NewTimer(due.Sub(s.now()))
 	defer settle.Stop()
+	sample := time.NewTicker(s.cfg.MarketSampleInterval)
+	defer sample.Stop()
+	if err := s.SampleMarket(ctx); err != nil { // the price history starts now, not an interval later
+		s.Logger.Error("sample market", "err", err)
+	}
 	lease := time.NewTicker(max(time.Second, s.cfg.HeartbeatInterval/2))
 	defer lease.Stop()
+	forward := time.NewTicker(time.Second) // bookings start within a second of their start
+	defer forward.Stop()
 	for {
 		select {
+		case <-forward.C:
+			if err := s.RunBookings(ctx); err != nil {
+				s.Logger.Error("run bookings", "err", err)
+			}
 		case <-ctx.Done():
 			// Close once more so a clean shutdown leaves nothing accrued unposted.
 			if _, err := s.Store.Settle(context.WithoutCancel(ctx), s.now()); err != nil {
@@ -50,12 +62,25 @@ func (s *Service) Run(ctx context.Context) error {
 			s.closeBooks(ctx, at)
 			due = nextClose()
 			settle.Reset(due.Sub(s.now()))
+		case <-sample.C:
+			if err := s.SampleMarket(ctx); err != nil {
+				s.Logger.Error("sample market", "err", err)
+			}
 		case <-lease.C:
 			if err := s.CheckLeases(ctx); err != nil {
 				s.Logger.Error("check leases", "err", err)
 			}
+			// Reservations end on this tick, not at the hour close: an ended
+			// one is billed on demand from its end either way, but its state
+			// should not wait an hour.
+			if err := s.EndReservations(ctx); err != nil {
+				s.Logger.Error("end reservations", "err", err)
+			}
 			if err := s.CheckGuards(ctx); err != nil {
 				s.Logger.Error("check guards", "err", err)
+			}
+			if err := s.RunSchedules(ctx); err != nil {
+				s.Logger.Error("book scheduled runs", "err", err)
 			}
 			if err := s.CheckRecoveries(ctx); err != nil {
 				s.Logger.Error("check recoveries", "err", err)

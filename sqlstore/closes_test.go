@@ -252,6 +252,20 @@ func twinRun(t *testing.T, seed uint64) {
 			used[[2]int64{o.machine.ID, int64(o.gpu)}] = false
 			used[[2]int64{m.ID, int64(gpu)}] = true
 			o.machine, o.gpu = m, gpu
+		case r < 19 && rng.IntN(2) == 0: // the compute rate changes (a reservation starts or ends)
+			o := ins[rng.IntN(len(ins))]
+			if o.destroyed {
+				continue
+			}
+			rate := suanli.Money(rng.Int64N(4_000_000))
+			at := now.Add(-time.Duration(rng.Int64N(int64(10 * time.Minute))))
+			w.must("rate", func(db *sqlstore.DB) error {
+				_, err := db.ChangeRate(ctx, o.id, at, now, func(in *suanli.Instance) error {
+					in.Rates.ComputePerHour = rate
+					return nil
+				})
+				return err
+			})
 		case r < 19 && rng.IntN(2) == 0: // volumes: created, later deleted
 			if len(vols) > 0 && rng.IntN(2) == 0 {
 				id := vols[rng.IntN(len(vols))]

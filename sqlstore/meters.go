@@ -154,6 +154,23 @@ func (tx *Tx) setActive(ctx context.Context, m *meter, active bool, at int64, no
 	return err
 }
 
+// setRate settles the meter up to at at its old rate, then bills it at rate
+// from there (a reservation starts or ends). The row is marked dirty so
+// that the next hour close re-reads it; what closes billed at the old rate
+// stays in the span catchUp records.
+func (tx *Tx) setRate(ctx context.Context, m *meter, rate suanli.Money, at int64, now time.Time) error {
+	if err := tx.catchUp(ctx, m); err != nil {
+		return err
+	}
+	if err := tx.settleTo(ctx, m, at, now); err != nil {
+		return err
+	}
+	m.Rate = rate
+	_, err := tx.exec(ctx, `UPDATE meters SET rate = ?, since = ?, remainder = ?, close_id = ?, dirty = TRUE WHERE id = ?`,
+		int64(m.Rate), m.Since, m.Remainder, m.CloseID, m.ID)
+	return err
+}
+
 // accrueQuantity bills a quantity (bytes for traffic meters) at once.
 // Traffic meters are never active, so closes never touch them.
 func (tx *Tx) accrueQuantity(ctx context.Context, m *meter, qty int64, now time.Time, label string) error {

@@ -4,6 +4,7 @@
 //
 //	suanli-bench bill [flags]     the hour close: billing.Book + sqlstore vs row-per-charge SQLite
 //	suanli-bench search [flags]   offer search: market.Index vs SQLite vs a naive scan
+//	suanli-bench place [flags]    placement at 100k hosts: group-committed decisions vs one SQLite transaction each
 //
 // Progress goes to stderr, results to stdout.
 package main
@@ -25,6 +26,9 @@ benchmarks:
             a batched row-per-charge SQLite settlement (see suanli-bench bill -h)
   search    offer search: the in-memory market index against SQLite and a naive
             scan-and-sort, under a concurrent writer (see suanli-bench search -h)
+  place     placement and preemption at 100k hosts: sched.Cluster with a
+            group-committed decision log against one SQLite transaction per
+            placement (see suanli-bench place -h)
 `
 
 func main() {
@@ -40,6 +44,8 @@ func main() {
 		err = runBill(ctx, os.Args[2:], os.Stdout, os.Stderr)
 	case "search":
 		err = runSearch(ctx, os.Args[2:])
+	case "place":
+		err = runPlace(os.Args[2:])
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 		return
