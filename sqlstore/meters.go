@@ -112,6 +112,15 @@ func (tx *Tx) accrueQuantity(ctx context.Context, m *meter, qty int64, now time.
 
 // Settle posts what every active meter accrued up to now, in one
 // transaction. It returns how many meters produced a posting.
+//
+// Compute is settled only up to the last heartbeat of the instance's
+// machine: the control plane bills what a host has confirmed. Were it
+// settled to now, a host that went silent would have the seconds after its
+// last heartbeat posted before the lease check declares it lost, and those
+// cannot be taken back (DESIGN §4: billing of a lost host stops at its last
+// heartbeat). What lies between the heartbeat and now stays accrued on the
+// meter (shown as pending cost) and is posted by the next settlement after a
+// heartbeat, or ends where the instance's next status change says.
 func (s *DB) Settle(ctx context.Context, now time.Time) (int, error) {
 	n := 0
 	err := s.withTx(ctx, func(tx *Tx) error {
@@ -132,8 +141,16 @@ func (s *DB) Settle(ctx context.Context, now time.Time) (int, error) {
 		if err := rows.Err(); err != nil {
 			return err
 		}
+		beats, err := tx.computeHeartbeats(ctx)
+		if err != nil {
+			return err
+		}
 		for _, m := range ms {
-			if err := tx.settleTo(ctx, m, now.UnixMicro(), now); err != nil {
+			at := now.UnixMicro()
+			if hb, ok := beats[m.InstanceID]; ok && m.Kind == suanli.MeterCompute {
+				at = min(at, hb)
+			}
+			if err := tx.settleTo(ctx, m, at, now); err != nil {
 				return err
 			}
 			n++
@@ -143,11 +160,25 @@ func (s *DB) Settle(ctx context.Context, now time.Time) (int, error) {
 	return n, err
 }
 
-// Accrual is what an instance owes that is not yet settled, and what it
-// burns per hour now.
-type Accrual struct {
-	Unsettled suanli.Money
-	BurnRate  suanli.Money // per hour
+// computeHeartbeats returns, for each instance with an active compute
+// meter, its machine's last heartbeat (µs).
+func (tx *Tx) computeHeartbeats(ctx context.Context) (map[int64]int64, error) {
+	rows, err := tx.query(ctx, `SELECT i.id, ma.last_heartbeat FROM meters me
+		JOIN instances i ON i.id = me.instance_id JOIN machines ma ON ma.id = i.machine_id
+		WHERE me.active = ? AND me.kind = ?`, true, suanli.MeterCompute)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[int64]int64{}
+	for rows.Next() {
+		var id, hb int64
+		if err := rows.Scan(&id, &hb); err != nil {
+			return nil, err
+		}
+		out[id] = hb
+	}
+	return out, rows.Err()
 }
 
 func (m *meter) pending(now int64) (suanli.Money, suanli.Money) {
