@@ -404,6 +404,7 @@ func (a *Agent) buildRequest(ctx context.Context) *suanli.SyncRequest {
 	req.TaskResults = a.taskResults()
 	req.Wait = a.synced && len(req.Logs) == 0 && !a.reportsChanged(reports) && !a.unsentResults()
 	a.lastReqAt = a.now()
+	req.SentAt = a.lastReqAt
 	return req
 }
 

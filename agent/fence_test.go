@@ -29,10 +29,10 @@ func TestAgentFenceFollowsServerLease(t *testing.T) {
 		if in, _ := rt.inst(1); in.status != suanli.StatusRunning {
 			t.Fatalf("instance 1 = %s before the fence, want running", in.status)
 		}
-		time.Sleep(time.Second) // 13.5s: 10.5s since
+		time.Sleep(1500 * time.Millisecond) // 14s: 11s since (the fence is checked every PollInterval)
 		in, _ := rt.inst(1)
 		if in.status != suanli.StatusStopped {
-			t.Fatalf("instance 1 = %s 10.5s after the last answered sync went out, want fenced (lost_after 12s)", in.status)
+			t.Fatalf("instance 1 = %s 11s after the last answered sync went out, want fenced (lost_after 12s)", in.status)
 		}
 		if g := in.spec.StopGrace; g <= 0 || g > 1500*time.Millisecond {
 			t.Errorf("fence stop grace %s, want what is left before lost_after (at most 1.5s), not the spec's 30s", g)
