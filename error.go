@@ -14,16 +14,19 @@ const (
 	EFORBIDDEN       = "forbidden"        // the credential lacks the scope or role
 	EPAYMENTREQUIRED = "payment_required" // the balance or budget does not cover it
 	EUNAVAILABLE     = "unavailable"      // try again later (shutting down, dependency down)
+	ERATELIMITED     = "rate_limited"     // too many requests or failed logins from here; RetryAfterS says when to retry
 	EINTERNAL        = "internal"         // a bug or an I/O failure; logged with a request id
 )
 
 // Error is the error every service returns when a person should read it.
 // Message names the thing and the fix: "offer 42: asks 4 GPUs, host has 2 free".
 // Field, when set, is the request field at fault (for 400s).
+// RetryAfterS, for ERATELIMITED, is how many seconds to wait.
 type Error struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Field   string `json:"field,omitempty"`
+	Code        string `json:"code"`
+	Message     string `json:"message"`
+	Field       string `json:"field,omitempty"`
+	RetryAfterS int    `json:"retry_after_s,omitempty"`
 }
 
 // Error implements the error interface.

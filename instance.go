@@ -62,7 +62,14 @@ type Instance struct {
 	Image         string            `json:"image"`
 	Cmd           []string          `json:"cmd,omitempty"`
 	Env           map[string]string `json:"env,omitempty"`
+	SecretEnv     map[string]string `json:"secret_env,omitempty"`    // names only: every value reads SecretMask
+	RegistryAuth  *RegistryAuth     `json:"registry_auth,omitempty"` // the password reads SecretMask
+	Allowed       []string          `json:"allowed_countries,omitempty"`
 	DiskGB        int64             `json:"disk_gb"`
+	Ports         []int             `json:"ports,omitempty"` // container TCP ports to publish
+	Volumes       []VolumeMount     `json:"volumes,omitempty"`
+	PortMap       map[int]int       `json:"port_map,omitempty"` // container port → host port, as the agent mapped them
+	Template      string            `json:"template,omitempty"`
 	GPUName       string            `json:"gpu_name,omitempty"`
 	GPUCount      int               `json:"num_gpus"`
 	GPUIndexes    []int             `json:"gpu_indexes,omitempty"`
@@ -95,6 +102,35 @@ type Instance struct {
 	BurnRate  Money      `json:"burn_rate"` // per hour, now
 	Telemetry *Telemetry `json:"telemetry,omitempty"`
 	Hints     []string   `json:"hints,omitempty"`
+
+	// Sealed is the instance's secrets (secret env, registry password),
+	// encrypted by the control plane; the store keeps it opaque and it
+	// never leaves the server except, opened, in the agent's sync.
+	Sealed []byte `json:"-"`
+}
+
+// SecretMask is what the API shows in place of a secret value.
+const SecretMask = "***"
+
+// RegistryAuth is a credential for pulling a private image. The password
+// is a secret: encrypted at rest, never logged, never returned by the API.
+type RegistryAuth struct {
+	Server   string `json:"server,omitempty"` // default: the image's registry
+	Username string `json:"username"`
+	Password string `json:"password"`
+}
+
+// InstanceSecrets is what Instance.Sealed holds once opened.
+type InstanceSecrets struct {
+	Env          map[string]string `json:"env,omitempty"`
+	RegistryAuth *RegistryAuth     `json:"registry_auth,omitempty"`
+}
+
+// Progress is what a workload reports about itself with its instance token
+// (suanli progress, or POST /v1/instances/{id}/progress).
+type Progress struct {
+	Message string   `json:"message"`
+	Percent *float64 `json:"percent,omitempty"`
 }
 
 // Live reports whether the instance still holds its machine's resources
@@ -118,6 +154,9 @@ type InstanceCreate struct {
 	Cmd        []string          `json:"cmd,omitempty"`
 	Env        map[string]string `json:"env,omitempty"`
 	DiskGB     int64             `json:"disk_gb,omitempty"`   // default DefaultDiskGB
+	Ports      []int             `json:"ports,omitempty"`     // container TCP ports to publish (SUANLI_TCP_PORT_<n> tells the workload the host port)
+	Volumes    []VolumeMount     `json:"volumes,omitempty"`   // volumes on the same machine to attach (-v NAME:/path)
+	Template   string            `json:"template,omitempty"`  // a preset: image, disk, ports and command unless given
 	GPUCount   int               `json:"num_gpus,omitempty"`  // 0: every GPU the offer has free
 	CPUCores   int               `json:"cpu_cores,omitempty"` // CPU-only machines: 0 means all free cores
 	Label      string            `json:"label,omitempty"`
@@ -127,6 +166,14 @@ type InstanceCreate struct {
 	RentalType string            `json:"rental_type,omitempty"` // default on-demand, or interruptible when Bid is set
 	Restart    RestartPolicy     `json:"restart,omitempty"`
 	Bid        *Money            `json:"bid,omitempty"`
+	// SecretEnv are environment variables whose values are secrets: stored
+	// encrypted, delivered to the agent only, shown as SecretMask.
+	SecretEnv map[string]string `json:"secret_env,omitempty"`
+	// RegistryAuth pulls a private image.
+	RegistryAuth *RegistryAuth `json:"registry_auth,omitempty"`
+	// AllowedCountries restricts placement to these countries (ISO 3166
+	// alpha-2) or regions, on top of the account's own restriction.
+	AllowedCountries []string `json:"allowed_countries,omitempty"`
 }
 
 // DefaultDiskGB is the disk an instance gets when the renter names none.

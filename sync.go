@@ -39,8 +39,9 @@ type InstanceReport struct {
 	// agent's clock, when the runtime knows it. A workload that ended while
 	// the agent could not report it (a fence during a partition) is billed
 	// up to then, not up to the report.
-	EndedAt   *time.Time `json:"ended_at,omitempty"`
-	Telemetry *Telemetry `json:"telemetry,omitempty"`
+	EndedAt   *time.Time  `json:"ended_at,omitempty"`
+	Telemetry *Telemetry  `json:"telemetry,omitempty"`
+	Ports     map[int]int `json:"ports,omitempty"` // container port → host port
 }
 
 // Telemetry is one instance's resource use, sampled by the agent.
@@ -72,8 +73,11 @@ type SyncResponse struct {
 	// Tasks are one-off requests the control plane waits on (pre-flight
 	// checks, exec). The agent runs each once and reports its result until
 	// the task is no longer listed.
-	Tasks     []AgentTask `json:"tasks,omitempty"`
-	SSHCAKeys []string    `json:"ssh_ca_keys,omitempty"` // the SSH CA's public keys: the only user authorities the agent's SSH endpoint trusts
+	Tasks []AgentTask `json:"tasks,omitempty"`
+	// Volumes are every volume the machine must hold; the agent creates
+	// missing ones and wipes and removes the others.
+	Volumes   []VolumeSpec `json:"volumes,omitempty"`
+	SSHCAKeys []string     `json:"ssh_ca_keys,omitempty"` // the SSH CA's public keys: the only user authorities the agent's SSH endpoint trusts
 }
 
 // Agent task kinds.
@@ -113,12 +117,23 @@ type InstanceSpec struct {
 	Cmd        []string          `json:"cmd,omitempty"`
 	Env        map[string]string `json:"env,omitempty"`
 	DiskGB     int64             `json:"disk_gb"`
+	Ports      []int             `json:"ports,omitempty"` // container TCP ports to publish
+	Volumes    []VolumeMount     `json:"volumes,omitempty"`
 	GPUIndexes []int             `json:"gpu_indexes,omitempty"`
 	GPUUUIDs   []string          `json:"gpu_uuids,omitempty"`
 	Simulated  bool              `json:"simulated"`
 	CPUCores   int               `json:"cpu_cores"`
 	RAMMB      int64             `json:"ram_mb"`
 	StopGrace  time.Duration     `json:"stop_grace"`
+	// RegistryAuth pulls a private image (docker runtime).
+	RegistryAuth *RegistryAuth `json:"registry_auth,omitempty"`
+	// Token is the instance's own short-lived credential (instance:self:
+	// read, stop and report progress of this instance only). The server
+	// sends a fresh one before the last expires; the runtime gives it to
+	// the workload as SUANLI_TOKEN at start and keeps the file named by
+	// SUANLI_TOKEN_FILE current. A new token alone is not a new spec: it
+	// never restarts the workload.
+	Token string `json:"token,omitempty"`
 }
 
 // JoinRequest registers a machine with a one-time join token.

@@ -122,7 +122,10 @@ type Agent struct {
 	mu    sync.Mutex           // guards insts, tasks and every state in them
 	insts map[int64]*instState // instances the agent has acted on
 	tasks map[string]*taskState
-	wg    sync.WaitGroup // instance workers
+	// finalLogs are the log tails of removed instances, sent with the next
+	// syncs until one is acknowledged.
+	finalLogs []suanli.LogChunk
+	wg        sync.WaitGroup // instance workers
 
 	// The rest is owned by the Run goroutine.
 	seq          int64
@@ -402,6 +405,9 @@ func (a *Agent) buildRequest(ctx context.Context) *suanli.SyncRequest {
 		}
 	}
 	req.TaskResults = a.taskResults()
+	a.mu.Lock()
+	req.Logs = append(req.Logs, a.finalLogs...)
+	a.mu.Unlock()
 	req.Wait = a.synced && len(req.Logs) == 0 && !a.reportsChanged(reports) && !a.unsentResults()
 	a.lastReqAt = a.now()
 	req.SentAt = a.lastReqAt
@@ -448,7 +454,13 @@ func (a *Agent) handle(ctx context.Context, req *suanli.SyncRequest, resp *suanl
 		}
 	}
 	a.markSent(req.TaskResults)
+	a.mu.Lock()
+	a.finalLogs = slices.DeleteFunc(a.finalLogs, func(c suanli.LogChunk) bool {
+		return slices.ContainsFunc(req.Logs, func(d suanli.LogChunk) bool { return d.InstanceID == c.InstanceID && d.Offset == c.Offset })
+	})
+	a.mu.Unlock()
 	a.startTasks(ctx, resp.Tasks)
+	a.reconcileVolumes(ctx, resp.Volumes)
 	a.reconcile(ctx, resp.Instances, req.Instances)
 }
 

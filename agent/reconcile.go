@@ -19,6 +19,9 @@ type instState struct {
 	done *op                  // the operation that ran last (an Ensure that failed counts as run)
 	busy bool                 // a worker goroutine runs operations for it
 	err  string               // why the last Ensure failed; "" when it did not
+	// token is the instance token last handed to the runtime's
+	// TokenWriter; a different one in the spec is written on sync.
+	token string
 	// ended: at agent start the runtime held this instance exited or
 	// failed. The server's first "running" for it is taken as already
 	// applied, so that restarting the agent does not restart finished work.
@@ -28,12 +31,22 @@ type instState struct {
 // op is one runtime operation: Ensure(spec) or Remove.
 type op struct {
 	remove bool
-	spec   suanli.InstanceSpec
-	key    []byte // spec as JSON, for comparison (nil and empty fields alike)
+	// For a remove: the last spec (to stop the workload gracefully first)
+	// and the log offset the server holds, so the log's tail is shipped
+	// before the runtime deletes it.
+	last    *suanli.InstanceSpec
+	logFrom int64
+	spec    suanli.InstanceSpec
+	key     []byte // spec as JSON, for comparison (nil and empty fields alike)
 }
 
+// ensureOp is Ensure(spec). Its key leaves out the instance token: a fresh
+// token alone is not a new spec (it would restart an exited workload); it
+// reaches the workload through TokenWriter.
 func ensureOp(spec suanli.InstanceSpec) *op {
-	key, _ := json.Marshal(spec)
+	k := spec
+	k.Token = ""
+	key, _ := json.Marshal(k)
 	return &op{spec: spec, key: key}
 }
 
@@ -73,6 +86,39 @@ func (a *Agent) seed(ctx context.Context) {
 // different spec for it (stop, then start). A failed Remove is retried on
 // the next sync.
 func (a *Agent) reconcile(ctx context.Context, specs []suanli.InstanceSpec, reports []suanli.InstanceReport) {
+	a.reconcileLocked(ctx, specs, reports)
+	a.writeTokens(ctx, specs)
+}
+
+// writeTokens hands each instance whose token changed its new token, when
+// the runtime can take one.
+func (a *Agent) writeTokens(ctx context.Context, specs []suanli.InstanceSpec) {
+	tw, ok := a.rt.(TokenWriter)
+	if !ok {
+		return
+	}
+	for _, spec := range specs {
+		if spec.Token == "" || spec.Desired == suanli.DesiredDestroyed {
+			continue
+		}
+		a.mu.Lock()
+		st := a.insts[spec.ID]
+		stale := st != nil && st.token != spec.Token
+		a.mu.Unlock()
+		if !stale {
+			continue
+		}
+		if err := tw.WriteToken(ctx, spec.ID, spec.Token); err != nil {
+			a.log.Debug("write instance token", "instance_id", spec.ID, "err", err)
+			continue
+		}
+		a.mu.Lock()
+		st.token = spec.Token
+		a.mu.Unlock()
+	}
+}
+
+func (a *Agent) reconcileLocked(ctx context.Context, specs []suanli.InstanceSpec, reports []suanli.InstanceReport) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	desired := make(map[int64]bool, len(specs))
@@ -116,7 +162,7 @@ func (a *Agent) reconcile(ctx context.Context, specs []suanli.InstanceSpec, repo
 		if st.want != nil && st.want.remove {
 			continue
 		}
-		st.want = &op{remove: true}
+		st.want = &op{remove: true, last: st.spec, logFrom: a.ackedLog[id]}
 		a.kickLocked(ctx, id, st)
 	}
 }
@@ -146,6 +192,7 @@ func (a *Agent) work(ctx context.Context, id int64, st *instState) {
 
 		var err error
 		if o.remove {
+			a.stopAndShipTail(ctx, id, o)
 			err = a.rt.Remove(ctx, id)
 		} else {
 			err = a.rt.Ensure(ctx, o.spec)
@@ -301,4 +348,24 @@ func (a *Agent) checkFence(ctx context.Context) {
 	}
 	a.log.Warn("control plane unreachable, fencing: stopping instances",
 		"since_last_sync", since, "fence_after", fence, "instances", n, "stop_grace_max", grace)
+}
+
+// stopAndShipTail stops an instance that is about to be removed the way a
+// stop does (SIGTERM, grace, SIGKILL), so the workload can say goodbye, and
+// keeps its log's unsent tail for the next sync: Remove deletes the log.
+func (a *Agent) stopAndShipTail(ctx context.Context, id int64, o *op) {
+	if o.last != nil && o.last.Desired == suanli.DesiredRunning {
+		stop := *o.last
+		stop.Desired = suanli.DesiredStopped
+		if err := a.rt.Ensure(ctx, stop); err != nil {
+			a.log.Warn("stop before remove failed", "instance_id", id, "err", err)
+		}
+	}
+	b, err := a.rt.ReadLog(ctx, id, o.logFrom, MaxLogChunk)
+	if err != nil || len(b) == 0 {
+		return
+	}
+	a.mu.Lock()
+	a.finalLogs = append(a.finalLogs, suanli.LogChunk{InstanceID: id, Offset: o.logFrom, Data: b, Next: o.logFrom + int64(len(b))})
+	a.mu.Unlock()
 }

@@ -38,3 +38,13 @@ type Runtime interface {
 type UsageCounter interface {
 	Usage(ctx context.Context) (map[int64]suanli.UsageReport, error)
 }
+
+// TokenWriter is implemented by runtimes that can hand a running workload
+// a fresh instance token (suanli.InstanceSpec.Token) without restarting it:
+// the workload reads it from the file SUANLI_TOKEN_FILE names. The agent
+// calls WriteToken from its sync goroutine when the server sends a new
+// token, possibly while an Ensure for the instance runs; an error (the
+// instance does not exist yet) makes the agent try again on the next sync.
+type TokenWriter interface {
+	WriteToken(ctx context.Context, id int64, token string) error
+}

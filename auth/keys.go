@@ -10,14 +10,32 @@ import (
 	"time"
 )
 
-// Key prefixes. A live API key reads sl_live_…, an agent's join token sl_join_….
+// Credential prefixes, so that a leaked credential is recognisable (and a
+// secret scanner can match it): a live API key reads sl_live_…, a temporary
+// token sl_tmp_…, an agent's join token sl_join_…, a team invitation
+// sl_inv_…, an instance's own token sl_inst_….
 const (
-	PrefixKey  = "sl_live_"
-	PrefixJoin = "sl_join_"
+	PrefixKey      = "sl_live_"
+	PrefixTemp     = "sl_tmp_"
+	PrefixJoin     = "sl_join_"
+	PrefixInvite   = "sl_inv_"
+	PrefixInstance = "sl_inst_"
 )
 
-// MaxKeyLifetime is the longest an API key may live (DESIGN §7).
-const MaxKeyLifetime = 366 * 24 * time.Hour
+// Lifetimes (DESIGN §7). An API key lives at most MaxKeyLifetime; a
+// temporary token between MinTempLifetime and MaxTempLifetime,
+// DefaultTempLifetime when none is asked for.
+const (
+	MaxKeyLifetime      = 366 * 24 * time.Hour
+	MinTempLifetime     = 15 * time.Minute
+	MaxTempLifetime     = 12 * time.Hour
+	DefaultTempLifetime = time.Hour
+)
+
+// MaxActivePerName is how many active keys may share a name: two, so that a
+// key can be rotated (the new one issued before the old one is revoked)
+// without ever piling up forgotten keys.
+const MaxActivePerName = 2
 
 const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 

@@ -178,6 +178,9 @@ func (s *Service) applyReport(ctx context.Context, machineID int64, rep suanli.I
 			return errIgnore
 		}
 		in.Status = next
+		if len(rep.Ports) > 0 {
+			in.PortMap = rep.Ports
+		}
 		if rep.Telemetry != nil && next == suanli.StatusRunning {
 			s.usage.record(in.ID, rep.Telemetry, in.Guards.Effective().IdlePercent, now)
 		}
@@ -240,25 +243,50 @@ func (s *Service) desired(ctx context.Context, machineID int64, r *suanli.SyncRe
 	resp := &suanli.SyncResponse{MachineID: machineID, Version: v, HeartbeatInterval: s.cfg.HeartbeatInterval,
 		LostAfter: s.cfg.LostAfter, ServerTime: s.now(), Instances: []suanli.InstanceSpec{}, Tasks: s.tasks.pending(machineID),
 		SSHCAKeys: s.sshCAKeys()}
+	vols, err := s.Store.FindVolumes(ctx, 0, machineID, false, s.now())
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range vols {
+		resp.Volumes = append(resp.Volumes, suanli.VolumeSpec{ID: v.ID, Name: v.Name, SizeGB: v.SizeGB})
+	}
 	resp.LogOffsets, err = s.Store.LogEnds(ctx, machineID)
 	if err != nil {
 		return nil, err
 	}
 	for _, in := range ins {
-		spec := suanli.InstanceSpec{ID: in.ID, Desired: in.Desired, Image: in.Image, Cmd: in.Cmd, Env: in.Env, DiskGB: in.DiskGB,
+		spec := suanli.InstanceSpec{ID: in.ID, Desired: in.Desired, Image: in.Image, Cmd: in.Cmd, Env: in.Env, DiskGB: in.DiskGB, Ports: in.Ports, Volumes: in.Volumes,
 			GPUIndexes: in.GPUIndexes, Simulated: in.Simulated, CPUCores: in.CPUCores, RAMMB: int64(in.RAMGB * 1024),
 			StopGrace: time.Duration(m.Listing.PreemptGraceS) * time.Second}
 		if spec.Desired == suanli.DesiredRunning && (in.Status == suanli.StatusLost) {
 			spec.Desired = suanli.DesiredStopped
 		}
-		if in.Restarts+in.Moves > 0 {
+		if spec.Desired != suanli.DesiredDestroyed {
+			spec.Token = auth.InstanceToken(s.tokenKey, in.ID, auth.InstanceTokenExpiry(s.now()))
+		}
+		sec, err := s.openSecrets(in)
+		if err != nil {
+			// The workload would run without its secrets: keep it (and its
+			// disk), stopped, rather than run it wrong or remove it.
+			s.Logger.Error("open instance secrets", "instance_id", in.ID, "err", err)
+			spec.Desired = suanli.DesiredStopped
+		}
+		if in.Restarts+in.Moves > 0 || sec != nil {
 			env := make(map[string]string, len(in.Env)+2)
 			for k, v := range in.Env {
 				env[k] = v
 			}
-			env["SUANLI_ATTEMPT"] = fmt.Sprint(in.Restarts + in.Moves + 1)
-			if in.Moves > 0 {
-				env["SUANLI_RECOVERED"] = "1" // relaunched elsewhere: resume from your own checkpoint
+			if in.Restarts+in.Moves > 0 {
+				env["SUANLI_ATTEMPT"] = fmt.Sprint(in.Restarts + in.Moves + 1)
+				if in.Moves > 0 {
+					env["SUANLI_RECOVERED"] = "1" // relaunched elsewhere: resume from your own checkpoint
+				}
+			}
+			if sec != nil {
+				for k, v := range sec.Env {
+					env[k] = v
+				}
+				spec.RegistryAuth = sec.RegistryAuth
 			}
 			spec.Env = env
 		}

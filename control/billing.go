@@ -42,7 +42,7 @@ func (s *Service) FindCharges(ctx context.Context, f suanli.ChargeFilter) (*suan
 		return nil, err
 	}
 	if f.InstanceID != nil {
-		if _, _, err := s.ownInstance(ctx, suanli.ScopeBillingRead, *f.InstanceID); err != nil {
+		if _, _, err := s.ownInstance(ctx, suanli.ScopeBillingRead, *f.InstanceID, false); err != nil {
 			return nil, err
 		}
 	}
@@ -52,12 +52,9 @@ func (s *Service) FindCharges(ctx context.Context, f suanli.ChargeFilter) (*suan
 
 // Credit adds credit to an account. Operators only.
 func (s *Service) Credit(ctx context.Context, accountID int64, amount suanli.Money, memo string) (*suanli.Balance, error) {
-	p, err := principal(ctx, suanli.ScopeAdmin)
+	p, err := operator(ctx, "grant credit")
 	if err != nil {
 		return nil, err
-	}
-	if p.Role != suanli.RoleOperator {
-		return nil, suanli.Errorf(suanli.EFORBIDDEN, "only a marketplace operator can grant credit")
 	}
 	if amount == 0 {
 		return nil, suanli.FieldErrorf("amount", "must not be zero")

@@ -62,6 +62,9 @@ func (s *Service) SetBudget(ctx context.Context, b suanli.Budget) (*suanli.Budge
 		return nil, suanli.Errorf(suanli.EFORBIDDEN, "setting a budget needs the instance:write scope")
 	}
 	b.AccountID, b.CreatedAt = p.AccountID, s.now()
+	if b.WebhookSecret != "" {
+		b.WebhookSecret = s.sealText(b.WebhookSecret, webhookPurpose(p.AccountID))
+	}
 	if b.Scope == "" {
 		b.Scope = "account"
 	}
@@ -269,7 +272,11 @@ func (s *Service) CheckBudgets(ctx context.Context) error {
 				if th >= 100 && b.Action != suanli.BudgetAlert {
 					msg += "; action: " + map[string]string{suanli.BudgetBlock: "new rentals blocked", suanli.BudgetStop: "running instances stopped, new rentals blocked"}[b.Action]
 				}
-				s.alert(ctx, &suanli.Alert{AccountID: account, Kind: "budget", BudgetID: b.ID, Threshold: th, Message: msg}, key, b.WebhookURL, b.WebhookSecret)
+				secret, err := s.openText(b.WebhookSecret, webhookPurpose(account))
+				if err != nil {
+					s.Logger.Error("open budget webhook secret", "budget_id", b.ID, "err", err)
+				}
+				s.alert(ctx, &suanli.Alert{AccountID: account, Kind: "budget", BudgetID: b.ID, Threshold: th, Message: msg}, key, b.WebhookURL, secret)
 			}
 			if b.Percent >= 100 && b.Action == suanli.BudgetStop {
 				if err := s.stopScope(ctx, account, b); err != nil {
@@ -321,6 +328,8 @@ func (s *Service) stopForMoney(ctx context.Context, in *suanli.Instance, reason 
 	}
 	s.afterChange(ctx, out.MachineID)
 	s.Logger.Warn("instance stopped for money", "instance_id", in.ID, "reason", reason)
+	s.RecordAudit(ctx, suanli.AuditEvent{AccountID: in.AccountID, Action: "instance.stopped_for_money", Target: fmt.Sprintf("instance %d", in.ID),
+		Result: "ok", Detail: reason})
 	return nil
 }
 

@@ -2,12 +2,17 @@ package control
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"log/slog"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/audit"
 	"github.com/suanli/suanli/auth"
 	"github.com/suanli/suanli/auth/sshca"
 	"github.com/suanli/suanli/market"
@@ -24,6 +29,21 @@ type Config struct {
 	LostAfter         time.Duration // default 2m
 	FailoverGrace     time.Duration // after a restart, nothing is lost before this; default 5m
 	SettleInterval    time.Duration // default 10s
+
+	// SecretKey (32 bytes, from HOME/secret.key) seals secrets at rest and
+	// signs instance tokens. Nil means a random key for this process only:
+	// secrets stored with it do not open after a restart (tests).
+	SecretKey []byte
+	// AuditKey signs audit checkpoints (HOME/audit.key). Nil means a random
+	// key for this process only (tests).
+	AuditKey ed25519.PrivateKey
+	// AuditHeadFile receives a copy of each audit checkpoint, outside the
+	// database; "" for none.
+	AuditHeadFile string
+	// AuditInterval is the time between audit checkpoints; default 30s.
+	AuditInterval time.Duration
+	// AuditRetention is how long audit entries are kept; default 186 days.
+	AuditRetention time.Duration
 	// ZeroBalanceGrace is how long instances keep running once their
 	// account's balance reaches zero; then they are stopped (never
 	// destroyed). Default 10 minutes.
@@ -64,10 +84,16 @@ type Service struct {
 	Index  *market.Index
 	Logger *slog.Logger
 	Now    func() time.Time
+	// Audit is the audit log; the HTTP layer records every mutation in it,
+	// the service its own (lease losses, purges).
+	Audit *audit.Log
 	// SSHAuthority signs SSH certificates (`suanli ssh`); nil: SSH is off and
 	// SignSSHCertificate answers EUNAVAILABLE. Set it before serving.
 	SSHAuthority *sshca.CA
 	cfg          Config
+
+	sealer   *auth.Sealer
+	tokenKey []byte // signs instance tokens
 
 	started     time.Time
 	lastObserve time.Time // the last lease check, for reliability accounting
@@ -88,6 +114,9 @@ var (
 	_ suanli.BillingService  = (*Service)(nil)
 	_ suanli.AgentService    = (*Service)(nil)
 	_ suanli.AccountService  = (*Service)(nil)
+	_ suanli.KeyService      = (*Service)(nil)
+	_ suanli.TeamService     = (*Service)(nil)
+	_ suanli.AuditService    = (*Service)(nil)
 	_ suanli.SSHService      = (*Service)(nil)
 )
 
@@ -97,6 +126,22 @@ func New(ctx context.Context, store *sqlstore.DB, cfg Config, logger *slog.Logge
 	s := &Service{Store: store, Index: market.NewIndex(), Logger: logger, Now: time.Now, cfg: cfg,
 		Client: &http.Client{Timeout: 10 * time.Second}, lowSince: map[int64]time.Time{}}
 	s.started = s.Now()
+	master := cfg.SecretKey
+	if master == nil {
+		master = make([]byte, 32)
+		rand.Read(master)
+	}
+	var err error
+	if s.sealer, err = auth.NewSealer(master); err != nil {
+		return nil, err
+	}
+	s.tokenKey = auth.DeriveKey(master, "instance token")
+	key := cfg.AuditKey
+	if key == nil {
+		_, key, _ = ed25519.GenerateKey(rand.Reader)
+	}
+	s.Audit = &audit.Log{Store: store, Key: key, Now: func() time.Time { return s.Now() }, Logger: logger,
+		HeadFile: cfg.AuditHeadFile, Interval: cfg.AuditInterval, Retention: cfg.AuditRetention}
 	if err := s.rebuildIndex(ctx); err != nil {
 		return nil, err
 	}
@@ -128,42 +173,131 @@ func principal(ctx context.Context, scope string) (*suanli.Principal, error) {
 	return p, nil
 }
 
-// Authenticate turns a secret into the caller. EUNAUTHORIZED for an unknown,
-// malformed, revoked or expired key, with a message that says which.
+// Authenticate turns a secret into the caller: an API key (sl_live_), a
+// temporary token (sl_tmp_, void once its parent key is revoked or
+// expired) or an instance's token (sl_inst_, void once the instance is
+// destroyed). EUNAUTHORIZED for anything unknown, malformed, revoked or
+// expired, with a message that says which.
 func (s *Service) Authenticate(ctx context.Context, secret, addr string) (*suanli.Principal, error) {
-	if !auth.WellFormed(secret, auth.PrefixKey) {
-		return nil, suanli.Errorf(suanli.EUNAUTHORIZED, "API key is malformed (expected sl_live_… with a valid checksum): check for a copy-paste error")
+	if strings.HasPrefix(secret, auth.PrefixInstance) {
+		return s.authInstance(ctx, secret)
+	}
+	prefix, what := auth.PrefixKey, "API key"
+	if strings.HasPrefix(secret, auth.PrefixTemp) {
+		prefix, what = auth.PrefixTemp, "temporary token"
+	}
+	if !auth.WellFormed(secret, prefix) {
+		return nil, suanli.Errorf(suanli.EUNAUTHORIZED, "%s is malformed (expected %s… with a valid checksum): check for a copy-paste error", what, prefix)
 	}
 	k, err := s.Store.FindAPIKeyByHash(ctx, auth.Hash(secret))
 	if suanli.ErrorCode(err) == suanli.ENOTFOUND {
-		return nil, suanli.Errorf(suanli.EUNAUTHORIZED, "API key not recognised")
+		return nil, suanli.Errorf(suanli.EUNAUTHORIZED, "%s not recognised", what)
 	} else if err != nil {
 		return nil, err
 	}
 	now := s.now()
-	if k.RevokedAt != nil {
-		return nil, suanli.Errorf(suanli.EUNAUTHORIZED, "API key %s was revoked at %s", k.Prefix, k.RevokedAt.Format(time.RFC3339))
+	if err := keyUsable(k, what, now); err != nil {
+		return nil, err
 	}
-	if now.After(k.ExpiresAt) {
-		return nil, suanli.Errorf(suanli.EUNAUTHORIZED, "API key %s expired at %s: create a new one", k.Prefix, k.ExpiresAt.Format(time.RFC3339))
+	if k.ParentID != 0 {
+		parent, err := s.Store.FindAPIKeyByID(ctx, k.ParentID)
+		if err != nil {
+			return nil, suanli.Errorf(suanli.EUNAUTHORIZED, "temporary token %s: its parent key is gone", k.Prefix)
+		}
+		if err := keyUsable(parent, "the parent key of temporary token "+k.Prefix+",", now); err != nil {
+			return nil, err
+		}
 	}
 	a, err := s.Store.FindAccountByID(ctx, k.AccountID)
 	if err != nil {
 		return nil, err
 	}
-	if k.LastUsedAt == nil || now.Sub(*k.LastUsedAt) > time.Minute {
+	if k.LastUsedAt == nil || now.Sub(*k.LastUsedAt) > time.Minute || k.LastUsedAddr != addr {
 		if err := s.Store.TouchAPIKey(ctx, k.ID, now, addr); err != nil {
 			s.Logger.Warn("touch api key", "key_id", k.ID, "err", err)
 		}
 	}
-	return &suanli.Principal{AccountID: a.ID, Role: a.Role, KeyID: k.ID, Scopes: k.Scopes, MachineID: k.MachineID}, nil
+	return &suanli.Principal{AccountID: a.ID, UserID: a.ID, Role: a.Role, KeyID: k.ID, Scopes: k.Scopes, MachineID: k.MachineID,
+		Temporary: k.Kind == suanli.KeyTemp}, nil
+}
+
+func keyUsable(k *suanli.APIKey, what string, now time.Time) error {
+	if k.RevokedAt != nil {
+		return suanli.Errorf(suanli.EUNAUTHORIZED, "%s %s was revoked at %s", what, k.Prefix, k.RevokedAt.Format(time.RFC3339))
+	}
+	if !now.Before(k.ExpiresAt) {
+		return suanli.Errorf(suanli.EUNAUTHORIZED, "%s %s expired at %s: create a new one", what, k.Prefix, k.ExpiresAt.Format(time.RFC3339))
+	}
+	return nil
+}
+
+// authInstance checks an instance's own token.
+func (s *Service) authInstance(ctx context.Context, tok string) (*suanli.Principal, error) {
+	id, exp, ok := auth.ParseInstanceToken(s.tokenKey, tok)
+	if !ok {
+		return nil, suanli.Errorf(suanli.EUNAUTHORIZED, "instance token is not valid: read the current one from the file SUANLI_TOKEN_FILE names")
+	}
+	if !s.now().Before(exp) {
+		return nil, suanli.Errorf(suanli.EUNAUTHORIZED, "instance token expired at %s: read the current one from the file SUANLI_TOKEN_FILE names (the agent refreshes it)", exp.Format(time.RFC3339))
+	}
+	in, err := s.Store.FindInstanceByID(ctx, id, s.now())
+	if suanli.ErrorCode(err) == suanli.ENOTFOUND || (err == nil && in.Status == suanli.StatusDestroyed) {
+		return nil, suanli.Errorf(suanli.EUNAUTHORIZED, "instance token: instance %d is destroyed", id)
+	} else if err != nil {
+		return nil, err
+	}
+	return &suanli.Principal{AccountID: in.AccountID, Role: suanli.RoleUser, Scopes: []string{suanli.ScopeInstanceSelf}, InstanceID: in.ID}, nil
+}
+
+// SelectTeam returns the principal for p acting on a team (by id or name)
+// it is a member of: the team's account, with p's scopes narrowed to what
+// its role there allows. A team p is not in is ENOTFOUND, like any other
+// tenant's object.
+func (s *Service) SelectTeam(ctx context.Context, p *suanli.Principal, team string) (*suanli.Principal, error) {
+	if p.InstanceID != 0 || p.MachineID != 0 {
+		return nil, suanli.Errorf(suanli.EFORBIDDEN, "instance and agent credentials cannot select a team")
+	}
+	var a *suanli.Account
+	var err error
+	if id, perr := strconv.ParseInt(team, 10, 64); perr == nil {
+		a, err = s.Store.FindAccountByID(ctx, id)
+	} else {
+		a, err = s.Store.FindAccountByName(ctx, team)
+	}
+	notFound := suanli.Errorf(suanli.ENOTFOUND, "team %q not found: `suanli teams ls` lists yours", team)
+	if suanli.ErrorCode(err) == suanli.ENOTFOUND || (err == nil && !a.IsTeam()) {
+		return nil, notFound
+	} else if err != nil {
+		return nil, err
+	}
+	role, err := s.Store.TeamRole(ctx, a.ID, p.Person())
+	if suanli.ErrorCode(err) == suanli.ENOTFOUND {
+		return nil, notFound
+	} else if err != nil {
+		return nil, err
+	}
+	return &suanli.Principal{AccountID: a.ID, UserID: p.Person(), Role: a.Role, TeamRole: role, KeyID: p.KeyID,
+		Scopes: auth.Intersect(p.Scopes, auth.RoleScopes(role)), Temporary: p.Temporary}, nil
+}
+
+// operator returns the caller when it is a marketplace operator holding the
+// admin scope, EFORBIDDEN otherwise.
+func operator(ctx context.Context, what string) (*suanli.Principal, error) {
+	p, err := principal(ctx, suanli.ScopeAdmin)
+	if err != nil {
+		return nil, err
+	}
+	if p.Role != suanli.RoleOperator {
+		return nil, suanli.Errorf(suanli.EFORBIDDEN, "only a marketplace operator can %s", what)
+	}
+	return p, nil
 }
 
 // CreateAccountWithKey creates an account (with optional starting credit)
 // and an all-scopes API key; it returns the key's secret. Used to bootstrap
 // the operator and by tests.
 func (s *Service) CreateAccountWithKey(ctx context.Context, name, role string, credit suanli.Money) (*suanli.Account, string, error) {
-	a := &suanli.Account{Name: name, Role: role, CreatedAt: s.now()}
+	a := &suanli.Account{Name: name, Role: role, Kind: suanli.KindUser, CreatedAt: s.now()}
 	if err := s.Store.CreateAccount(ctx, a); err != nil {
 		return nil, "", err
 	}
@@ -176,6 +310,21 @@ func (s *Service) CreateAccountWithKey(ctx context.Context, name, role string, c
 	return a, secret, err
 }
 
+// CreateTeamAccount creates a team with owner as its first owner and optional
+// starting credit (bootstrap and tests; people use CreateTeam).
+func (s *Service) CreateTeamAccount(ctx context.Context, name string, owner int64, credit suanli.Money) (*suanli.Account, error) {
+	t := &suanli.Account{Name: name, Role: suanli.RoleUser, CreatedAt: s.now()}
+	if err := s.Store.CreateTeam(ctx, t, owner, s.now()); err != nil {
+		return nil, err
+	}
+	if credit > 0 {
+		if err := s.Store.Credit(ctx, t.ID, credit, "starting credit", s.now()); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
 // CreateKey creates an API key for an account and returns its secret.
 func (s *Service) CreateKey(ctx context.Context, accountID int64, name string, scopes []string, ttl time.Duration) (string, error) {
 	if ttl <= 0 || ttl > auth.MaxKeyLifetime {
@@ -185,15 +334,6 @@ func (s *Service) CreateKey(ctx context.Context, accountID int64, name string, s
 	now := s.now()
 	k := &suanli.APIKey{AccountID: accountID, Name: name, Prefix: auth.DisplayPrefix(secret), Scopes: scopes, CreatedAt: now, ExpiresAt: now.Add(ttl)}
 	return secret, s.Store.CreateAPIKey(ctx, k, auth.Hash(secret))
-}
-
-// Me returns the caller's account.
-func (s *Service) Me(ctx context.Context) (*suanli.Account, error) {
-	p := suanli.PrincipalFromContext(ctx)
-	if p == nil {
-		return nil, suanli.Errorf(suanli.EUNAUTHORIZED, "no credential: pass an API key")
-	}
-	return s.Store.FindAccountByID(ctx, p.AccountID)
 }
 
 // hub wakes long-polling agents when their machine's desired state changes.

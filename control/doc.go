@@ -5,6 +5,10 @@
 // plane's loops: settlement of meters into the ledger and host leases
 // (online → suspect → offline, instances lost).
 //
-// It owns authentication of secrets into a Principal and every ownership
-// check: another tenant's object is ENOTFOUND. It must not speak HTTP.
+// It owns authentication of secrets into a Principal (API keys, temporary
+// tokens, instance tokens; team selection narrows a principal to its role)
+// and every ownership check: another tenant's object is ENOTFOUND. It seals
+// instance secrets before the store sees them and opens them only for the
+// instance's agent, and it records its own mutations (lease losses) in the
+// audit log. It must not speak HTTP.
 package control

@@ -180,6 +180,8 @@ func (s *Service) stopByGuard(ctx context.Context, in *suanli.Instance, reason s
 	s.afterChange(ctx, out.MachineID)
 	s.usage.forget(in.ID)
 	s.Logger.Info("instance stopped by guard", "instance_id", in.ID, "reason", reason)
+	s.RecordAudit(ctx, suanli.AuditEvent{AccountID: in.AccountID, Action: "instance.stopped_by_guard", Target: fmt.Sprintf("instance %d", in.ID),
+		Result: "ok", Detail: reason})
 	s.alert(ctx, &suanli.Alert{AccountID: in.AccountID, Kind: "guard", InstanceID: in.ID, Message: fmt.Sprintf("instance %d %s", in.ID, reason)}, "", "", "")
 	return nil
 }
@@ -194,6 +196,8 @@ func (s *Service) destroyByGuard(ctx context.Context, in *suanli.Instance, reaso
 		return err
 	}
 	s.afterChange(ctx, out.MachineID)
+	s.RecordAudit(ctx, suanli.AuditEvent{AccountID: in.AccountID, Action: "instance.destroyed_by_guard", Target: fmt.Sprintf("instance %d", in.ID),
+		Result: "ok", Detail: reason})
 	s.alert(ctx, &suanli.Alert{AccountID: in.AccountID, Kind: "guard", InstanceID: in.ID, Message: fmt.Sprintf("instance %d %s", in.ID, reason)}, "", "", "")
 	return nil
 }

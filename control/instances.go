@@ -2,7 +2,11 @@ package control
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,6 +23,38 @@ const maxPlanAttempts = 3
 func validateCreate(c *suanli.InstanceCreate) error {
 	if c.OfferID <= 0 {
 		return suanli.FieldErrorf("offer_id", "give the id of an offer from `suanli search`")
+	}
+	if c.Template != "" {
+		t, ok := suanli.FindTemplate(c.Template)
+		if !ok {
+			var names []string
+			for _, t := range suanli.Templates {
+				names = append(names, t.Name)
+			}
+			return suanli.FieldErrorf("template", "%q is not a template: use one of %s (suanli templates)", c.Template, strings.Join(names, ", "))
+		}
+		if c.Image == "" {
+			c.Image = t.Image
+		}
+		if c.DiskGB == 0 {
+			c.DiskGB = t.DiskGB
+		}
+		if c.Ports == nil {
+			c.Ports = t.Ports
+		}
+		if c.Cmd == nil {
+			c.Cmd = t.Cmd
+		}
+	}
+	if len(c.Ports) > 32 {
+		return suanli.FieldErrorf("ports", "at most 32 ports")
+	}
+	seen := map[int]bool{}
+	for _, p := range c.Ports {
+		if p < 1 || p > 65535 || seen[p] {
+			return suanli.FieldErrorf("ports", "%d: give distinct TCP ports between 1 and 65535", p)
+		}
+		seen[p] = true
 	}
 	c.Image = strings.TrimSpace(c.Image)
 	if c.Image == "" {
@@ -43,6 +79,23 @@ func validateCreate(c *suanli.InstanceCreate) error {
 		if strings.HasPrefix(k, "SUANLI_") {
 			return suanli.FieldErrorf("env", "%s: names starting with SUANLI_ are reserved", k)
 		}
+	}
+	for k, v := range c.SecretEnv {
+		if !envKey.MatchString(k) {
+			return suanli.FieldErrorf("secret_env", "%q is not a valid variable name (letters, digits, _; not starting with a digit)", k)
+		}
+		if strings.HasPrefix(k, "SUANLI_") {
+			return suanli.FieldErrorf("secret_env", "%s: names starting with SUANLI_ are reserved", k)
+		}
+		if _, dup := c.Env[k]; dup {
+			return suanli.FieldErrorf("secret_env", "%s is also in env: give it once", k)
+		}
+		if len(v) > 32<<10 || strings.ContainsRune(v, 0) {
+			return suanli.FieldErrorf("secret_env", "%s: a value of at most 32 KiB without NUL bytes", k)
+		}
+	}
+	if r := c.RegistryAuth; r != nil && (r.Username == "" || r.Password == "") {
+		return suanli.FieldErrorf("registry_auth", "give both a username and a password (or a token as the password)")
 	}
 	if len(c.Label) > 200 {
 		return suanli.FieldErrorf("label", "longer than 200 characters")
@@ -94,12 +147,24 @@ func (s *Service) CreateInstance(ctx context.Context, c suanli.InstanceCreate) (
 	if err := validateCreate(&c); err != nil {
 		return nil, err
 	}
+	if c.AllowedCountries, err = normalizeResidency("allowed_countries", c.AllowedCountries); err != nil {
+		return nil, err
+	}
+	acct, err := s.Store.FindAccountByID(ctx, p.AccountID)
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range c.AllowedCountries {
+		if len(acct.AllowedCountries) > 0 && !slices.Contains(acct.AllowedCountries, v) {
+			return nil, suanli.FieldErrorf("allowed_countries", "%s is outside what your account allows (%s)", v, strings.Join(acct.AllowedCountries, ", "))
+		}
+	}
 	if err := s.checkBudgetsForCreate(ctx, p.AccountID, c.Project, c.Tags); err != nil {
 		return nil, err
 	}
 	var lastErr error
 	for attempt := 0; attempt < maxPlanAttempts; attempt++ {
-		in, err := s.tryCreate(ctx, p, c)
+		in, err := s.tryCreate(ctx, p, acct, c)
 		if err == nil {
 			s.hub.wake(in.MachineID)
 			if err := s.refreshOffer(ctx, in.MachineID); err != nil {
@@ -117,7 +182,7 @@ func (s *Service) CreateInstance(ctx context.Context, c suanli.InstanceCreate) (
 	return nil, lastErr
 }
 
-func (s *Service) tryCreate(ctx context.Context, p *suanli.Principal, c suanli.InstanceCreate) (*suanli.Instance, error) {
+func (s *Service) tryCreate(ctx context.Context, p *suanli.Principal, acct *suanli.Account, c suanli.InstanceCreate) (*suanli.Instance, error) {
 	m, err := s.Store.FindMachineByID(ctx, c.OfferID)
 	if suanli.ErrorCode(err) == suanli.ENOTFOUND || (err == nil && !m.Listing.Listed) {
 		return nil, suanli.Errorf(suanli.ENOTFOUND, "offer %d not found: it is not listed (search again)", c.OfferID)
@@ -126,6 +191,9 @@ func (s *Service) tryCreate(ctx context.Context, p *suanli.Principal, c suanli.I
 	}
 	if m.Simulated && !s.cfg.AllowSimulated && m.OwnerID != p.AccountID {
 		return nil, suanli.Errorf(suanli.EFORBIDDEN, "offer %d has simulated GPUs: only its owner may rent it on this marketplace", m.ID)
+	}
+	if err := sched.CheckResidency(m, acct.AllowedCountries, c.AllowedCountries); err != nil {
+		return nil, err
 	}
 	if m.Status != suanli.MachineOnline {
 		return nil, suanli.Errorf(suanli.ECONFLICT, "offer %d: its host is %s (last heartbeat %s): pick another offer",
@@ -146,12 +214,15 @@ func (s *Service) tryCreate(ctx context.Context, p *suanli.Principal, c suanli.I
 	if err != nil {
 		return nil, err
 	}
+	if err := s.resolveMounts(ctx, p, m.ID, c.Volumes); err != nil {
+		return nil, err
+	}
 	if err := s.preflight(ctx, m, c, plan); err != nil {
 		return nil, err
 	}
 	in := &suanli.Instance{
 		AccountID: p.AccountID, MachineID: m.ID, HostID: m.OwnerID, Label: c.Label, Image: c.Image, Cmd: c.Cmd, Env: c.Env,
-		Project: c.Project, Tags: c.Tags, Guards: c.Guards, Restart: c.Restart,
+		Project: c.Project, Tags: c.Tags, Guards: c.Guards, Restart: c.Restart, Ports: c.Ports, Template: c.Template, Volumes: c.Volumes,
 		DiskGB: c.DiskGB, GPUCount: len(plan.GPUIndexes), GPUIndexes: plan.GPUIndexes, CPUCores: plan.CPUCores,
 		RentalType: c.RentalType, Bid: req.Bid, Rates: plan.Rates, Simulated: m.Simulated,
 		Status: suanli.StatusPending, Desired: suanli.DesiredRunning, StatusMessage: "waiting for the host agent",
@@ -165,21 +236,101 @@ func (s *Service) tryCreate(ctx context.Context, p *suanli.Principal, c suanli.I
 	if in.Env == nil {
 		in.Env = map[string]string{}
 	}
+	in.Allowed = c.AllowedCountries
+	if len(in.Allowed) == 0 {
+		in.Allowed = acct.AllowedCountries
+	}
+	if len(c.SecretEnv) > 0 || c.RegistryAuth != nil {
+		plain, err := json.Marshal(suanli.InstanceSecrets{Env: c.SecretEnv, RegistryAuth: c.RegistryAuth})
+		if err != nil {
+			return nil, err
+		}
+		in.Sealed = s.sealer.Seal(plain, secretsPurpose(p.AccountID))
+		if len(c.SecretEnv) > 0 {
+			in.SecretEnv = map[string]string{}
+			for k := range c.SecretEnv {
+				in.SecretEnv[k] = suanli.SecretMask
+			}
+		}
+		if r := c.RegistryAuth; r != nil {
+			in.RegistryAuth = &suanli.RegistryAuth{Server: r.Server, Username: r.Username, Password: suanli.SecretMask}
+		}
+	}
 	return s.Store.ApplyPlan(ctx, storePlacement(in, plan), s.now())
 }
 
-// ownInstance loads an instance the caller may see: their own, or any for
-// an operator. Another tenant's instance is ENOTFOUND.
-func (s *Service) ownInstance(ctx context.Context, scope string, id int64) (*suanli.Principal, *suanli.Instance, error) {
-	p, err := principal(ctx, scope)
+// secretsPurpose binds an instance's sealed secrets to its account.
+func secretsPurpose(accountID int64) string {
+	return fmt.Sprintf("instance secrets of account %d", accountID)
+}
+
+// sealedPrefix marks a text column that holds a sealed secret.
+const sealedPrefix = "sealed:v1:"
+
+// sealText seals a secret for a text column (a budget's webhook secret).
+func (s *Service) sealText(plain, purpose string) string {
+	return sealedPrefix + base64.RawStdEncoding.EncodeToString(s.sealer.Seal([]byte(plain), purpose))
+}
+
+// openText opens what sealText returned; a value stored before secrets
+// were sealed comes back as it is.
+func (s *Service) openText(v, purpose string) (string, error) {
+	rest, ok := strings.CutPrefix(v, sealedPrefix)
+	if !ok {
+		return v, nil
+	}
+	b, err := base64.RawStdEncoding.DecodeString(rest)
 	if err != nil {
-		return nil, nil, err
+		return "", err
+	}
+	plain, err := s.sealer.Open(b, purpose)
+	return string(plain), err
+}
+
+func webhookPurpose(accountID int64) string {
+	return fmt.Sprintf("budget webhook secret of account %d", accountID)
+}
+
+// openSecrets returns an instance's secrets in the clear (for its agent).
+func (s *Service) openSecrets(in *suanli.Instance) (*suanli.InstanceSecrets, error) {
+	if len(in.Sealed) == 0 {
+		return nil, nil
+	}
+	plain, err := s.sealer.Open(in.Sealed, secretsPurpose(in.AccountID))
+	if err != nil {
+		return nil, fmt.Errorf("instance %d: %w", in.ID, err)
+	}
+	var sec suanli.InstanceSecrets
+	if err := json.Unmarshal(plain, &sec); err != nil {
+		return nil, fmt.Errorf("instance %d secrets: %w", in.ID, err)
+	}
+	return &sec, nil
+}
+
+// ownInstance loads an instance the caller may see: their own, or any for
+// an operator. Another tenant's instance is ENOTFOUND. self says whether an
+// instance's own token may do this to its instance (read, stop, progress);
+// such a token sees no other instance.
+func (s *Service) ownInstance(ctx context.Context, scope string, id int64, self bool) (*suanli.Principal, *suanli.Instance, error) {
+	p := suanli.PrincipalFromContext(ctx)
+	if p != nil && p.InstanceID != 0 {
+		if id != p.InstanceID {
+			return nil, nil, suanli.Errorf(suanli.ENOTFOUND, "instance %d not found", id)
+		}
+		if !self || !p.Can(suanli.ScopeInstanceSelf) {
+			return nil, nil, suanli.Errorf(suanli.EFORBIDDEN, "an instance's token may only read, stop and report progress of its instance")
+		}
+	} else {
+		var err error
+		if p, err = principal(ctx, scope); err != nil {
+			return nil, nil, err
+		}
 	}
 	in, err := s.Store.FindInstanceByID(ctx, id, s.now())
 	if err != nil {
 		return nil, nil, err
 	}
-	if in.AccountID != p.AccountID && p.Role != suanli.RoleOperator {
+	if in.AccountID != p.AccountID && (p.Role != suanli.RoleOperator || p.InstanceID != 0) {
 		return nil, nil, suanli.Errorf(suanli.ENOTFOUND, "instance %d not found", id)
 	}
 	return p, in, nil
@@ -187,15 +338,21 @@ func (s *Service) ownInstance(ctx context.Context, scope string, id int64) (*sua
 
 // FindInstanceByID returns one of the caller's instances.
 func (s *Service) FindInstanceByID(ctx context.Context, id int64) (*suanli.Instance, error) {
-	_, in, err := s.ownInstance(ctx, suanli.ScopeInstanceRead, id)
+	_, in, err := s.ownInstance(ctx, suanli.ScopeInstanceRead, id, true)
 	if err == nil {
 		s.decorate(in)
 	}
 	return in, err
 }
 
-// FindInstances lists the caller's instances.
+// FindInstances lists the caller's instances (an instance's token: its own).
 func (s *Service) FindInstances(ctx context.Context, f suanli.InstanceFilter) ([]*suanli.Instance, int, error) {
+	if p := suanli.PrincipalFromContext(ctx); p != nil && p.InstanceID != 0 {
+		f.AccountID, f.ID = &p.AccountID, &p.InstanceID
+		ins, n, err := s.Store.FindInstances(ctx, f, s.now())
+		s.decorate(ins...)
+		return ins, n, err
+	}
 	p, err := principal(ctx, suanli.ScopeInstanceRead)
 	if err != nil {
 		return nil, 0, err
@@ -206,9 +363,42 @@ func (s *Service) FindInstances(ctx context.Context, f suanli.InstanceFilter) ([
 	return ins, n, err
 }
 
+// ReportProgress records a workload's note about itself in its instance's
+// history; an instance's own token may call it.
+func (s *Service) ReportProgress(ctx context.Context, id int64, pr suanli.Progress) (*suanli.Instance, error) {
+	_, in, err := s.ownInstance(ctx, suanli.ScopeInstanceWrite, id, true)
+	if err != nil {
+		return nil, err
+	}
+	pr.Message = strings.TrimSpace(pr.Message)
+	if pr.Message == "" && pr.Percent == nil {
+		return nil, suanli.FieldErrorf("message", "say something: a message, a percent, or both")
+	}
+	if len(pr.Message) > 500 || strings.ContainsAny(pr.Message, "\x00\n\r") {
+		return nil, suanli.FieldErrorf("message", "one line of at most 500 characters")
+	}
+	msg := "progress"
+	if pr.Percent != nil {
+		if *pr.Percent < 0 || *pr.Percent > 100 {
+			return nil, suanli.FieldErrorf("percent", "%g is outside 0..100", *pr.Percent)
+		}
+		msg += fmt.Sprintf(" %.4g%%", *pr.Percent)
+	}
+	if pr.Message != "" {
+		msg += ": " + pr.Message
+	}
+	if in.Status == suanli.StatusDestroyed {
+		return nil, suanli.Errorf(suanli.ECONFLICT, "instance %d is destroyed", id)
+	}
+	if err := s.Store.AddInstanceEvent(ctx, id, s.now(), in.Status, msg); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
 // StopInstance asks the agent to stop the workload; compute billing ends now.
 func (s *Service) StopInstance(ctx context.Context, id int64) (*suanli.Instance, error) {
-	return s.changeInstance(ctx, id, func(in *suanli.Instance) error {
+	return s.changeInstance(ctx, id, true, func(in *suanli.Instance) error {
 		switch in.Status {
 		case suanli.StatusDestroyed:
 			return suanli.Errorf(suanli.ECONFLICT, "instance %d is destroyed", id)
@@ -224,7 +414,7 @@ func (s *Service) StopInstance(ctx context.Context, id int64) (*suanli.Instance,
 
 // StartInstance starts a stopped instance again on the same GPUs.
 func (s *Service) StartInstance(ctx context.Context, id int64) (*suanli.Instance, error) {
-	_, in, err := s.ownInstance(ctx, suanli.ScopeInstanceWrite, id)
+	_, in, err := s.ownInstance(ctx, suanli.ScopeInstanceWrite, id, false)
 	if err != nil {
 		return nil, err
 	}
@@ -256,7 +446,7 @@ func (s *Service) StartInstance(ctx context.Context, id int64) (*suanli.Instance
 	if err := s.checkQuota(ctx, p, in.GPUCount, in.ID); err != nil {
 		return nil, err
 	}
-	return s.changeInstance(ctx, id, func(in *suanli.Instance) error {
+	return s.changeInstance(ctx, id, false, func(in *suanli.Instance) error {
 		if in.Status == suanli.StatusDestroyed {
 			return suanli.Errorf(suanli.ECONFLICT, "instance %d is destroyed", id)
 		}
@@ -269,15 +459,15 @@ func (s *Service) StartInstance(ctx context.Context, id int64) (*suanli.Instance
 // DestroyInstance ends the rental: all billing stops now; the agent removes
 // the workload and its data.
 func (s *Service) DestroyInstance(ctx context.Context, id int64) (*suanli.Instance, error) {
-	return s.changeInstance(ctx, id, func(in *suanli.Instance) error {
+	return s.changeInstance(ctx, id, false, func(in *suanli.Instance) error {
 		in.Desired = suanli.DesiredDestroyed
 		in.Status, in.StatusMessage = suanli.StatusDestroyed, "destroyed by the renter"
 		return nil
 	})
 }
 
-func (s *Service) changeInstance(ctx context.Context, id int64, fn func(*suanli.Instance) error) (*suanli.Instance, error) {
-	_, in, err := s.ownInstance(ctx, suanli.ScopeInstanceWrite, id)
+func (s *Service) changeInstance(ctx context.Context, id int64, self bool, fn func(*suanli.Instance) error) (*suanli.Instance, error) {
+	_, in, err := s.ownInstance(ctx, suanli.ScopeInstanceWrite, id, self)
 	if err != nil {
 		return nil, err
 	}
@@ -297,7 +487,7 @@ func (s *Service) changeInstance(ctx context.Context, id int64, fn func(*suanli.
 
 // InstanceLogs returns up to 256 KiB of an instance's log from offset.
 func (s *Service) InstanceLogs(ctx context.Context, id int64, offset int64) (*suanli.LogChunk, error) {
-	_, in, err := s.ownInstance(ctx, suanli.ScopeInstanceRead, id)
+	_, in, err := s.ownInstance(ctx, suanli.ScopeInstanceRead, id, true)
 	if err != nil {
 		return nil, err
 	}
@@ -331,7 +521,7 @@ func (s *Service) preflight(ctx context.Context, m *suanli.Machine, c suanli.Ins
 	default:
 		return nil
 	}
-	spec := suanli.InstanceSpec{Desired: suanli.DesiredRunning, Image: c.Image, Cmd: c.Cmd, Env: c.Env, DiskGB: c.DiskGB,
+	spec := suanli.InstanceSpec{Desired: suanli.DesiredRunning, Image: c.Image, Cmd: c.Cmd, Env: c.Env, DiskGB: c.DiskGB, Ports: c.Ports, Volumes: c.Volumes,
 		GPUIndexes: plan.GPUIndexes, GPUUUIDs: plan.GPUUUIDs, Simulated: m.Simulated, CPUCores: plan.CPUCores, RAMMB: plan.RAMMB}
 	r, err := s.runTask(ctx, m.ID, suanli.AgentTask{Kind: suanli.TaskPreflight, Spec: &spec, Timeout: PreflightWait}, PreflightWait+10*time.Second)
 	if err != nil {

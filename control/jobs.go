@@ -96,6 +96,10 @@ func (s *Service) relaunch(ctx context.Context, in *suanli.Instance, reason stri
 	if err != nil {
 		return err
 	}
+	acct, err := s.Store.FindAccountByID(ctx, in.AccountID)
+	if err != nil {
+		return err
+	}
 	for _, o := range res.Offers {
 		if slices.Contains(avoid, o.MachineID) {
 			continue
@@ -103,6 +107,10 @@ func (s *Service) relaunch(ctx context.Context, in *suanli.Instance, reason stri
 		m, err := s.Store.FindMachineByID(ctx, o.MachineID)
 		if err != nil {
 			return err
+		}
+		// Data residency holds for a relaunch as for the first placement.
+		if sched.CheckResidency(m, acct.AllowedCountries, in.Allowed) != nil {
+			continue
 		}
 		gpus, cores, ram, err := s.Store.MachineUsage(ctx, m.ID)
 		if err != nil {
@@ -127,6 +135,8 @@ func (s *Service) relaunch(ctx context.Context, in *suanli.Instance, reason stri
 		s.afterChange(ctx, in.MachineID)
 		s.afterChange(ctx, out.MachineID)
 		s.Logger.Warn("managed job relaunched", "instance_id", in.ID, "from", in.MachineID, "to", out.MachineID, "reason", reason)
+		s.RecordAudit(ctx, suanli.AuditEvent{AccountID: in.AccountID, Action: "instance.relaunched", Target: fmt.Sprintf("instance %d", in.ID),
+			Result: "ok", Detail: fmt.Sprintf("moved from machine %d to machine %d: %s", in.MachineID, out.MachineID, reason)})
 		s.alert(ctx, &suanli.Alert{AccountID: in.AccountID, Kind: "recovery", InstanceID: in.ID,
 			Message: fmt.Sprintf("instance %d relaunched on machine %d at %s/h: %s", in.ID, out.MachineID, plan.Rates.ComputePerHour, reason)}, "", "", "")
 		return nil

@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/suanli/suanli"
@@ -9,8 +10,14 @@ import (
 )
 
 // Run runs the control plane's loops until ctx ends: settling meters into
-// the ledger, and host leases.
+// the ledger, host leases, and the audit log's checkpoints and retention.
 func (s *Service) Run(ctx context.Context) error {
+	auditDone := make(chan struct{})
+	go func() {
+		defer close(auditDone)
+		s.Audit.Run(ctx)
+	}()
+	defer func() { <-auditDone }()
 	settle := time.NewTicker(s.cfg.SettleInterval)
 	defer settle.Stop()
 	lease := time.NewTicker(max(time.Second, s.cfg.HeartbeatInterval/2))
@@ -94,6 +101,8 @@ func (s *Service) CheckLeases(ctx context.Context) error {
 		}
 		s.Logger.Warn("machine lease", "machine_id", m.ID, "status", next, "silent_s", int(silent.Seconds()))
 		if next == suanli.MachineOffline {
+			s.RecordAudit(ctx, suanli.AuditEvent{AccountID: m.OwnerID, Action: "machine.lease_lost", Target: fmt.Sprintf("machine %d", m.ID),
+				Result: "ok", Detail: fmt.Sprintf("silent for %ds after its last heartbeat at %s", int(silent.Seconds()), m.LastHeartbeat.Format(time.RFC3339))})
 			if err := s.loseInstances(ctx, m); err != nil {
 				return err
 			}
@@ -122,6 +131,8 @@ func (s *Service) loseInstances(ctx context.Context, m *suanli.Machine) error {
 		if err != nil {
 			return err
 		}
+		s.RecordAudit(ctx, suanli.AuditEvent{AccountID: in.AccountID, Action: "instance.lost", Target: fmt.Sprintf("instance %d", in.ID),
+			Result: "ok", Detail: fmt.Sprintf("machine %d stopped answering; billing ended at %s", m.ID, m.LastHeartbeat.Format(time.RFC3339))})
 		if err := s.Store.CountHostEvent(ctx, m.ID, sqlstore.HostLost); err != nil {
 			return err
 		}

@@ -163,7 +163,7 @@ func (s *Service) SignSSHCertificate(ctx context.Context, r suanli.SSHCertReques
 		return nil, suanli.FieldErrorf("ttl_seconds", "%d: give between %d and %d seconds", r.TTLSeconds,
 			int(suanli.MinSSHCertTTL.Seconds()), int(suanli.MaxSSHCertTTL.Seconds()))
 	}
-	p, in, err := s.ownInstance(ctx, suanli.ScopeInstanceWrite, r.InstanceID)
+	p, in, err := s.ownInstance(ctx, suanli.ScopeInstanceWrite, r.InstanceID, false)
 	if err != nil {
 		return nil, err
 	}

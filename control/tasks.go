@@ -97,7 +97,7 @@ type ExecResult struct {
 // Exec runs a command inside one of the caller's running instances and
 // returns its exit code and output (non-interactive; use SSH for a shell).
 func (s *Service) Exec(ctx context.Context, id int64, cmd []string, timeout time.Duration) (*ExecResult, error) {
-	_, in, err := s.ownInstance(ctx, suanli.ScopeInstanceWrite, id)
+	_, in, err := s.ownInstance(ctx, suanli.ScopeInstanceWrite, id, false)
 	if err != nil {
 		return nil, err
 	}

@@ -29,6 +29,8 @@ type Client struct {
 	// Long is used for the agent's long-poll sync (no overall timeout; the
 	// caller's context bounds it).
 	Long *http.Client
+	// Team, when set, makes every request act on that team (id or name).
+	Team string
 }
 
 var (
@@ -38,6 +40,9 @@ var (
 	_ suanli.BillingService  = (*Client)(nil)
 	_ suanli.AgentService    = (*Client)(nil)
 	_ suanli.AccountService  = (*Client)(nil)
+	_ suanli.KeyService      = (*Client)(nil)
+	_ suanli.TeamService     = (*Client)(nil)
+	_ suanli.AuditService    = (*Client)(nil)
 )
 
 // NewClient returns a client for the server at baseURL.
@@ -76,6 +81,9 @@ func (c *Client) do(ctx context.Context, hc *http.Client, method, path string, b
 	}
 	if c.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.APIKey)
+	}
+	if c.Team != "" {
+		req.Header.Set(TeamHeader, c.Team)
 	}
 	if k, ok := ctx.Value(idemKey{}).(string); ok && k != "" {
 		req.Header.Set("Idempotency-Key", k)

@@ -67,3 +67,25 @@ func (c *Client) Payout(ctx context.Context, amount suanli.Money) (*suanli.Earni
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// CreateVolume creates a volume.
+func (c *Client) CreateVolume(ctx context.Context, v suanli.VolumeCreate) (*suanli.Volume, error) {
+	var out suanli.Volume
+	return &out, c.do(ctx, c.HTTP, http.MethodPost, "/v1/volumes", v, &out)
+}
+
+// FindVolumes lists volumes.
+func (c *Client) FindVolumes(ctx context.Context, all bool) ([]*suanli.Volume, error) {
+	var l VolumeList
+	q := ""
+	if all {
+		q = "?all=true"
+	}
+	return l.Volumes, c.get(ctx, "/v1/volumes"+q, &l)
+}
+
+// DeleteVolume deletes a volume by name.
+func (c *Client) DeleteVolume(ctx context.Context, name string) (*suanli.Volume, error) {
+	var out suanli.Volume
+	return &out, c.do(ctx, c.HTTP, http.MethodDelete, "/v1/volumes/"+url.PathEscape(name), nil, &out)
+}

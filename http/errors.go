@@ -14,6 +14,7 @@ var codeStatus = map[string]int{
 	suanli.EFORBIDDEN:       http.StatusForbidden,
 	suanli.EPAYMENTREQUIRED: http.StatusPaymentRequired,
 	suanli.EUNAVAILABLE:     http.StatusServiceUnavailable,
+	suanli.ERATELIMITED:     http.StatusTooManyRequests,
 	suanli.EINTERNAL:        http.StatusInternalServerError,
 }
 

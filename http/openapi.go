@@ -17,7 +17,27 @@ type apiOp struct {
 }
 
 var apiOps = []apiOp{
-	{"GET", "/v1/me", "The caller's account.", nil, suanli.Account{}},
+	{"GET", "/v1/me", "The caller's account (the selected team's, with X-Suanli-Team).", nil, suanli.Account{}},
+	{"PUT", "/v1/me/residency", "Restrict where the account's instances may run (countries, regions).", suanli.ResidencyUpdate{}, suanli.Account{}},
+	{"POST", "/v1/admin/accounts", "Create a user account and its first key (operators).", suanli.AccountCreate{}, suanli.AccountWithKey{}},
+	{"GET", "/v1/admin/accounts", "Every account (operators).", nil, AccountList{}},
+	{"GET", "/v1/keys", "The caller's API keys and temporary tokens (all=true: revoked and expired too).", nil, KeyList{}},
+	{"POST", "/v1/keys", "Create an API key (scopes only narrow; expiry mandatory, at most 366 days).", suanli.KeyCreate{}, suanli.APIKey{}},
+	{"DELETE", "/v1/keys/{id}", "Revoke a key and the temporary tokens cut from it.", nil, suanli.APIKey{}},
+	{"POST", "/v1/keys/{id}/rotate", "Issue a key's successor; the old key ends after a grace period.", suanli.KeyRotate{}, suanli.APIKey{}},
+	{"POST", "/v1/auth/token", "Cut a temporary token (sl_tmp_, 15 min to 12 h) from the calling key.", suanli.TokenCreate{}, suanli.APIKey{}},
+	{"GET", "/v1/teams", "The caller's teams and roles.", nil, TeamList{}},
+	{"POST", "/v1/teams", "Create a team owned by the caller.", suanli.TeamCreate{}, suanli.Team{}},
+	{"GET", "/v1/teams/{id}/members", "A team's members.", nil, MemberList{}},
+	{"PUT", "/v1/teams/{id}/members/{account}", "Change a member's role.", suanli.MemberUpdate{}, suanli.TeamMember{}},
+	{"DELETE", "/v1/teams/{id}/members/{account}", "Remove a member (or leave).", nil, nil},
+	{"GET", "/v1/teams/{id}/invitations", "A team's invitations (managers and owners).", nil, InvitationList{}},
+	{"POST", "/v1/teams/{id}/invitations", "Invite someone; the reply carries the one-time token.", suanli.InvitationCreate{}, suanli.Invitation{}},
+	{"DELETE", "/v1/teams/{id}/invitations/{invitation}", "Revoke an invitation.", nil, suanli.Invitation{}},
+	{"POST", "/v1/invitations/accept", "Join a team with an invitation token.", suanli.InvitationAccept{}, suanli.TeamMember{}},
+	{"GET", "/v1/audit/events", "Audit entries, newest first (limit, before, account_id).", nil, AuditList{}},
+	{"GET", "/v1/audit/verify", "Verify the audit chain and its signed checkpoints (operators).", nil, suanli.AuditReport{}},
+	{"POST", "/v1/instances/{id}/progress", "Record a workload's progress (instance tokens may).", suanli.Progress{}, suanli.Instance{}},
 	{"POST", "/v1/offers/search", "Search offers with the query language (DESIGN §5).", suanli.OfferQuery{}, suanli.OfferResult{}},
 	{"GET", "/v1/offers", "Search offers: q, order, limit, offset, explain as query parameters.", nil, suanli.OfferResult{}},
 	{"GET", "/v1/offers/{id}", "One offer.", nil, suanli.Offer{}},
@@ -40,6 +60,9 @@ var apiOps = []apiOp{
 	{"PUT", "/v1/admin/quota", "Override an account's quota (operators; 0 = default).", QuotaRequest{}, QuotaRequest{}},
 	{"POST", "/v1/admin/credit", "Grant credit (operators).", CreditRequest{}, suanli.Balance{}},
 	{"POST", "/v1/quotes", "Itemized quote and pre-flight checks for a rental, reserving nothing.", suanli.QuoteRequest{}, suanli.Quote{}},
+	{"POST", "/v1/volumes", "Create a volume on a machine (billed per GB-month until deleted).", suanli.VolumeCreate{}, suanli.Volume{}},
+	{"GET", "/v1/volumes", "The caller's volumes with cost so far (all=true for deleted ones).", nil, VolumeList{}},
+	{"DELETE", "/v1/volumes/{name}", "Delete a volume: billing stops, the host wipes it.", nil, suanli.Volume{}},
 	{"GET", "/v1/budgets", "The caller's budgets with spend, percent and forecast.", nil, BudgetList{}},
 	{"PUT", "/v1/budgets/{name}", "Create or replace a budget.", suanli.Budget{}, suanli.Budget{}},
 	{"DELETE", "/v1/budgets/{name}", "Delete a budget.", nil, nil},
@@ -69,14 +92,18 @@ func OpenAPI() map[string]any {
 		if op.Body != nil {
 			o["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": schemaRef(reflect.TypeOf(op.Body), schemas)}}}
 		}
-		for _, name := range []string{"id", "name", "month"} {
+		var params []any
+		for _, name := range []string{"id", "name", "month", "account", "invitation"} {
 			if strings.Contains(op.Path, "{"+name+"}") {
-				typ := "string"
-				if name == "id" {
-					typ = "integer"
+				typ := "integer"
+				if name == "name" || name == "month" {
+					typ = "string"
 				}
-				o["parameters"] = []any{map[string]any{"name": name, "in": "path", "required": true, "schema": map[string]any{"type": typ}}}
+				params = append(params, map[string]any{"name": name, "in": "path", "required": true, "schema": map[string]any{"type": typ}})
 			}
+		}
+		if params != nil {
+			o["parameters"] = params
 		}
 		if paths[op.Path] == nil {
 			paths[op.Path] = map[string]any{}
@@ -86,7 +113,7 @@ func OpenAPI() map[string]any {
 	return map[string]any{
 		"openapi": "3.0.3",
 		"info": map[string]any{"title": "Suanli API", "version": "1",
-			"description": "Money fields are integers in micro-units of the marketplace currency (1 USD = 1000000). Authenticate with Authorization: Bearer sl_live_…"},
+			"description": "Money fields are integers in micro-units of the marketplace currency (1 USD = 1000000). Authenticate with Authorization: Bearer sl_live_… (or a temporary sl_tmp_… token, or an instance's sl_inst_… token); act on a team with X-Suanli-Team: ID or name. 429 replies carry Retry-After."},
 		"paths":      paths,
 		"components": map[string]any{"schemas": schemas, "securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer"}}},
 		"security":   []any{map[string]any{"bearer": []any{}}},

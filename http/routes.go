@@ -16,10 +16,45 @@ func (s *Server) registerAccountRoutes() {
 		}
 		return writeJSON(w, 200, a)
 	})
+	s.route("PUT /v1/me/residency", false, func(w http.ResponseWriter, r *http.Request) error {
+		var u suanli.ResidencyUpdate
+		if err := decode(r, &u); err != nil {
+			return err
+		}
+		a, err := s.Service.SetResidency(r.Context(), u)
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, 200, a)
+	})
+	s.route("POST /v1/admin/accounts", false, func(w http.ResponseWriter, r *http.Request) error {
+		var c suanli.AccountCreate
+		if err := decode(r, &c); err != nil {
+			return err
+		}
+		a, err := s.Service.CreateAccount(r.Context(), c)
+		if err != nil {
+			return err
+		}
+		setAuditTarget(r, "account %d", a.Account.ID)
+		return writeJSON(w, http.StatusCreated, a)
+	}, limited)
+	s.route("GET /v1/admin/accounts", false, func(w http.ResponseWriter, r *http.Request) error {
+		as, err := s.Service.FindAccounts(r.Context())
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, 200, AccountList{Accounts: as})
+	})
+}
+
+// AccountList is the reply of GET /v1/admin/accounts.
+type AccountList struct {
+	Accounts []*suanli.Account `json:"accounts"`
 }
 
 func (s *Server) registerOfferRoutes() {
-	s.route("POST /v1/offers/search", false, s.handleOfferSearch)
+	s.route("POST /v1/offers/search", false, s.handleOfferSearch, unaudited)
 	s.route("GET /v1/offers", false, s.handleOfferSearch)
 	s.route("GET /v1/offers/{id}", false, func(w http.ResponseWriter, r *http.Request) error {
 		id, err := pathID(r, "id")
@@ -76,6 +111,7 @@ func (s *Server) registerInstanceRoutes() {
 		if err != nil {
 			return err
 		}
+		setAuditTarget(r, "instance %d", in.ID)
 		return writeJSON(w, http.StatusCreated, in)
 	})
 	s.route("GET /v1/instances", false, func(w http.ResponseWriter, r *http.Request) error {
@@ -116,6 +152,21 @@ func (s *Server) registerInstanceRoutes() {
 			return err
 		}
 		return writeJSON(w, 200, c)
+	})
+	s.route("POST /v1/instances/{id}/progress", false, func(w http.ResponseWriter, r *http.Request) error {
+		id, err := pathID(r, "id")
+		if err != nil {
+			return err
+		}
+		var p suanli.Progress
+		if err := decode(r, &p); err != nil {
+			return err
+		}
+		in, err := s.Service.ReportProgress(r.Context(), id, p)
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, 200, in)
 	})
 	s.route("POST /v1/instances/{id}/exec", false, func(w http.ResponseWriter, r *http.Request) error {
 		id, err := pathID(r, "id")
@@ -236,7 +287,7 @@ func (s *Server) registerMachineRoutes() {
 			return err
 		}
 		return writeJSON(w, http.StatusCreated, t)
-	})
+	}, limited)
 }
 
 // QuotaRequest is the body of PUT /v1/admin/quota.
@@ -320,8 +371,9 @@ func (s *Server) registerAgentRoutes() {
 		if err != nil {
 			return err
 		}
+		setAuditTarget(r, "machine %d", resp.MachineID)
 		return writeJSON(w, http.StatusCreated, resp)
-	})
+	}, limited)
 	s.route("POST /v1/agent/sync", false, func(w http.ResponseWriter, r *http.Request) error {
 		var req suanli.SyncRequest
 		if err := decode(r, &req); err != nil {
@@ -335,5 +387,5 @@ func (s *Server) registerAgentRoutes() {
 			return err
 		}
 		return writeJSON(w, 200, resp)
-	})
+	}, unaudited)
 }

@@ -15,6 +15,11 @@ type BudgetList struct {
 	Budgets []*suanli.Budget `json:"budgets"`
 }
 
+// VolumeList is the reply of GET /v1/volumes.
+type VolumeList struct {
+	Volumes []*suanli.Volume `json:"volumes"`
+}
+
 // AlertList is the reply of GET /v1/alerts.
 type AlertList struct {
 	Alerts []*suanli.Alert `json:"alerts"`
@@ -36,6 +41,31 @@ func (s *Server) registerCostRoutes() {
 			return err
 		}
 		return writeJSON(w, 200, out)
+	}, unaudited) // a read sent with POST
+	s.route("POST /v1/volumes", false, func(w http.ResponseWriter, r *http.Request) error {
+		var c suanli.VolumeCreate
+		if err := decode(r, &c); err != nil {
+			return err
+		}
+		v, err := s.Service.CreateVolume(r.Context(), c)
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, http.StatusCreated, v)
+	})
+	s.route("GET /v1/volumes", false, func(w http.ResponseWriter, r *http.Request) error {
+		vs, err := s.Service.FindVolumes(r.Context(), r.URL.Query().Get("all") == "true")
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, 200, VolumeList{Volumes: vs})
+	})
+	s.route("DELETE /v1/volumes/{name}", false, func(w http.ResponseWriter, r *http.Request) error {
+		v, err := s.Service.DeleteVolume(r.Context(), r.PathValue("name"))
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, 200, v)
 	})
 	s.route("GET /v1/budgets", false, func(w http.ResponseWriter, r *http.Request) error {
 		bs, err := s.Service.FindBudgets(r.Context())

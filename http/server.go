@@ -1,14 +1,17 @@
 package http
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,38 +19,82 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/auth"
 	"github.com/suanli/suanli/control"
 )
 
-// Server serves the API, the overview page, health and metrics for one
-// control.Service.
+// TeamHeader selects the team a request acts on (its id or name); the CLI
+// sets it from --team or SUANLI_TEAM.
+const TeamHeader = "X-Suanli-Team"
+
+// Server serves the API, health and metrics for one control.Service. The
+// web console (package console) mounts its pages on Mux.
 type Server struct {
 	Service *control.Service
 	Logger  *slog.Logger
 	// Extra mounts more handlers on the mux before it is built (the console,
 	// the Vast compatibility layer).
 	Extra func(mux *http.ServeMux)
+	// Limiter rate-limits the login and key routes per client address.
+	Limiter *auth.RateLimiter
+	// Lockout refuses every request from an address after repeated failed
+	// authentications.
+	Lockout *auth.Lockout
 
 	mux     *http.ServeMux
 	keys    keyLocks
 	reg     *prometheus.Registry
 	latency *prometheus.HistogramVec
+	routes  []Route
 }
 
-// NewServer builds a server with all routes registered.
+// Route is one entry of the server's route table, as Routes reports it.
+type Route struct {
+	Method  string
+	Path    string // the pattern's path, with {name} wildcards
+	Public  bool   // answers without a credential
+	Limited bool   // rate-limited per address: login and key routes
+	Audited bool   // recorded in the audit log (every mutation)
+}
+
+// Pattern returns the ServeMux pattern: "METHOD /path".
+func (r Route) Pattern() string { return r.Method + " " + r.Path }
+
+// routeOpt modifies a route as it is registered.
+type routeOpt func(*Route)
+
+// limited marks a login or key route: rate-limited per client address.
+func limited(r *Route) { r.Limited = true }
+
+// unaudited marks a POST route that is not recorded: the agent's heartbeat
+// (it would flood the log; what it changes is recorded in instance
+// events), and reads sent with POST (searches, quotes).
+func unaudited(r *Route) { r.Audited = false }
+
+// Routes returns the route table: every pattern the server answers, in
+// registration order.
+func (s *Server) Routes() []Route { return slices.Clone(s.routes) }
+
+// NewServer builds a server with all routes registered. Its limiter allows
+// a burst of 10 login or key requests per address, then one every 6 s; 10
+// failed authentications from one address within 10 minutes lock it out
+// for 15 minutes.
 func NewServer(svc *control.Service, logger *slog.Logger) *Server {
-	s := &Server{Service: svc, Logger: logger, mux: http.NewServeMux(), reg: prometheus.NewRegistry()}
+	s := &Server{Service: svc, Logger: logger, mux: http.NewServeMux(), reg: prometheus.NewRegistry(),
+		Limiter: &auth.RateLimiter{Rate: 1.0 / 6, Burst: 10}, Lockout: &auth.Lockout{}}
 	s.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "suanli_api_request_duration_seconds", Help: "API request latency by route and status.",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 	}, []string{"route", "code"})
 	s.reg.MustRegister(s.latency, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	s.registerMetrics()
-	s.mux.HandleFunc("GET /healthz", s.handleHealth)
-	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
-	s.mux.HandleFunc("GET /v1/openapi.json", s.handleOpenAPI)
-	s.mux.HandleFunc("GET /{$}", s.handleHome)
+	s.handle("GET /healthz", http.HandlerFunc(s.handleHealth))
+	s.handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
+	s.handle("GET /v1/openapi.json", http.HandlerFunc(s.handleOpenAPI))
 	s.registerAccountRoutes()
+	s.registerKeyRoutes()
+	s.registerTeamRoutes()
+	s.registerAuditRoutes()
 	s.registerOfferRoutes()
 	s.registerInstanceRoutes()
 	s.registerMachineRoutes()
@@ -80,27 +127,124 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, 200, Health{Status: "ok", Time: s.Service.Now().UTC()})
 }
 
-// route wraps an API handler: request id, authentication, latency metric,
-// error mapping.
-func (s *Server) route(pattern string, public bool, h func(w http.ResponseWriter, r *http.Request) error) {
+// handle registers a public, unauthenticated page (health, metrics, the
+// overview) in the route table.
+func (s *Server) handle(pattern string, h http.Handler) {
+	method, path, _ := strings.Cut(pattern, " ")
+	s.routes = append(s.routes, Route{Method: method, Path: path, Public: true})
+	s.mux.Handle(pattern, h)
+}
+
+// auditInfo is what a handler can add to its audit entry.
+type auditInfo struct {
+	target string
+}
+
+type auditInfoKey struct{}
+
+// setAuditTarget names the object a request created ("instance 12") for
+// its audit entry; by default the entry names the request path.
+func setAuditTarget(r *http.Request, format string, args ...any) {
+	if info, ok := r.Context().Value(auditInfoKey{}).(*auditInfo); ok {
+		info.target = fmt.Sprintf(format, args...)
+	}
+}
+
+// route wraps an API handler: request id, lockout and rate limit,
+// authentication (and team selection), the audit entry of a mutation,
+// latency metric, error mapping.
+func (s *Server) route(pattern string, public bool, h func(w http.ResponseWriter, r *http.Request) error, opts ...routeOpt) {
+	method, path, _ := strings.Cut(pattern, " ")
+	rt := Route{Method: method, Path: path, Public: public, Audited: method != http.MethodGet && method != http.MethodHead}
+	for _, o := range opts {
+		o(&rt)
+	}
+	s.routes = append(s.routes, rt)
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rid := newRequestID()
 		w.Header().Set("X-Request-Id", rid)
 		rw := &statusWriter{ResponseWriter: w, status: 200}
-		r, err := s.authenticate(r, public)
+		ip := clientIP(r)
+		info := &auditInfo{}
+		r = r.WithContext(context.WithValue(r.Context(), auditInfoKey{}, info))
+		var err error
+		presented := false
+		if locked, d := s.Lockout.Locked(ip); locked {
+			err = rateLimited(d, "too many failed authentications from %s: wait %s, then check the key you use", ip, roundUp(d))
+		} else if rt.Limited {
+			if ok, d := s.Limiter.Allow(ip); !ok {
+				err = rateLimited(d, "too many login and key requests from %s: wait %s", ip, roundUp(d))
+			}
+		}
+		if err == nil {
+			presented = bearer(r) != ""
+			r, err = s.authenticate(r, public)
+		}
 		if err == nil {
 			err = s.idempotent(rw, r, h)
 		}
 		if err != nil {
+			if suanli.ErrorCode(err) == suanli.EUNAUTHORIZED && (presented || public) {
+				if locked, d := s.Lockout.Fail(ip); locked {
+					s.Logger.Warn("address locked out", "addr", ip, "for", d)
+				}
+			}
 			s.writeError(rw, r, rid, err)
+		}
+		if rt.Audited {
+			s.Service.RecordAudit(r.Context(), auditEvent(r, rt, rw.status, err, info, ip, rid))
 		}
 		s.latency.WithLabelValues(pattern, strconv.Itoa(rw.status)).Observe(time.Since(start).Seconds())
 	})
 }
 
-// authenticate returns r with the caller in its context. A public route
-// accepts requests without a credential.
+func roundUp(d time.Duration) time.Duration {
+	return (d + time.Second - 1).Truncate(time.Second)
+}
+
+func rateLimited(d time.Duration, format string, args ...any) error {
+	e := suanli.Errorf(suanli.ERATELIMITED, format, args...)
+	e.RetryAfterS = int(roundUp(d) / time.Second)
+	if e.RetryAfterS < 1 {
+		e.RetryAfterS = 1
+	}
+	return e
+}
+
+// auditEvent is the audit entry of one request: who (the principal, or
+// nobody when authentication failed), what (the route), to what (the
+// target the handler named, or the path), from where, and the result.
+func auditEvent(r *http.Request, rt Route, status int, err error, info *auditInfo, ip, rid string) suanli.AuditEvent {
+	e := suanli.AuditEvent{Action: rt.Pattern(), Target: info.target, Source: ip, RequestID: rid, Result: strconv.Itoa(status)}
+	if e.Target == "" {
+		e.Target = r.URL.Path
+	}
+	if len(e.Target) > 200 {
+		e.Target = e.Target[:200]
+	}
+	if err != nil {
+		e.Result += " " + suanli.ErrorCode(err)
+	}
+	if p := suanli.PrincipalFromContext(r.Context()); p != nil {
+		e.ActorID, e.AccountID, e.KeyID = p.UserID, p.AccountID, p.KeyID
+		switch {
+		case p.InstanceID != 0:
+			e.Detail = fmt.Sprintf("instance token of instance %d", p.InstanceID)
+		case p.MachineID != 0:
+			e.Detail = fmt.Sprintf("agent of machine %d", p.MachineID)
+		case p.TeamRole != "":
+			e.Detail = "as " + p.TeamRole + " of the team"
+		case p.Temporary:
+			e.Detail = "temporary token"
+		}
+	}
+	return e
+}
+
+// authenticate returns r with the caller in its context, acting on the team
+// the TeamHeader names, if any. A public route accepts requests without a
+// credential.
 func (s *Server) authenticate(r *http.Request, public bool) (*http.Request, error) {
 	secret := bearer(r)
 	if secret == "" {
@@ -112,6 +256,11 @@ func (s *Server) authenticate(r *http.Request, public bool) (*http.Request, erro
 	p, err := s.Service.Authenticate(r.Context(), secret, clientIP(r))
 	if err != nil {
 		return r, err
+	}
+	if team := strings.TrimSpace(r.Header.Get(TeamHeader)); team != "" {
+		if p, err = s.Service.SelectTeam(r.Context(), p, team); err != nil {
+			return r, err
+		}
 	}
 	return r.WithContext(suanli.NewContextWithPrincipal(r.Context(), p)), nil
 }
@@ -171,6 +320,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, rid string, 
 	if code == suanli.EINTERNAL {
 		s.Logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "request_id", rid, "err", err)
 	}
+	if e.RetryAfterS > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfterS))
+	}
 	writeJSON(w, StatusOf(code), ErrorBody{Error: e, RequestID: rid})
 }
 
@@ -200,6 +352,8 @@ func decodeError(err error) error {
 	var te *json.UnmarshalTypeError
 	var se *json.SyntaxError
 	switch {
+	case errors.As(err, &te) && te.Field == "":
+		return suanli.Errorf(suanli.EINVALID, "body: expected a JSON object, got a JSON %s", te.Value)
 	case errors.As(err, &te):
 		return suanli.FieldErrorf(te.Field, "expected %s, got a JSON %s", te.Type, te.Value)
 	case errors.As(err, &se):

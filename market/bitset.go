@@ -53,16 +53,29 @@ func forEach(b []uint64, f func(i uint32)) {
 	}
 }
 
-// appendSlots appends the set bits of b to dst.
-func appendSlots(dst []uint32, b []uint64) []uint32 {
-	for wi, w := range b {
-		for w != 0 {
-			t := bits.TrailingZeros64(w)
-			dst = append(dst, uint32(wi<<6|t))
-			w &= w - 1
+// appendSlots appends the set bits of b in window v to dst.
+func appendSlots(dst []uint32, b []uint64, v win) []uint32 {
+	for wi := v.lo; wi < v.hi; wi++ {
+		for w := b[wi]; w != 0; w &= w - 1 {
+			dst = append(dst, uint32(wi<<6|bits.TrailingZeros64(w)))
 		}
 	}
 	return dst
+}
+
+// A win is the range of words [lo, hi) outside which a scratch bitset is
+// known to be zero (and may hold garbage): every pass over it stays inside.
+type win struct{ lo, hi int }
+
+// shrink narrows v to the non-zero words of b.
+func (v win) shrink(b []uint64) win {
+	for v.lo < v.hi && b[v.lo] == 0 {
+		v.lo++
+	}
+	for v.hi > v.lo && b[v.hi-1] == 0 {
+		v.hi--
+	}
+	return v
 }
 
 // grow returns b extended with zero words to n words.

@@ -12,12 +12,8 @@ type column struct {
 	id    fieldID
 	kind  kind
 	isStr bool
-	raw   bool  // codes are keys, no dictionary
-	w     uint8 // bytes a slot: 1, 2, 4 or 8
-	c8    []uint8
-	c16   []uint16
-	c32   []uint32
-	c64   []uint64
+	raw   bool      // codes are keys, no dictionary
+	rs    *rowStore // where the codes live
 
 	nkeys []uint64 // numeric dictionary: code → key
 	nlook map[uint64]uint32
@@ -39,11 +35,13 @@ var (
 	maxDictNum  = 1 << 16 // numeric columns store keys beyond this many values
 )
 
-func newColumn(id fieldID, raw bool) *column {
-	c := &column{id: id, kind: fields[id].kind, w: 1}
+func newColumn(id fieldID, raw bool, rs *rowStore) *column {
+	c := &column{id: id, kind: fields[id].kind, rs: rs}
 	c.isStr = c.kind == kindString
+	rs.setWidth(id, 1)
 	if raw {
-		c.raw, c.w, c.noVbit, c.bsi = true, 8, true, &bsi{}
+		c.raw, c.noVbit, c.bsi = true, true, &bsi{}
+		rs.setWidth(id, 8)
 	} else if c.isStr {
 		c.slook = map[string]uint32{}
 	} else {
@@ -52,60 +50,13 @@ func newColumn(id fieldID, raw bool) *column {
 	return c
 }
 
-func (c *column) code(s uint32) uint64 {
-	switch c.w {
-	case 1:
-		return uint64(c.c8[s])
-	case 2:
-		return uint64(c.c16[s])
-	case 4:
-		return uint64(c.c32[s])
-	}
-	return c.c64[s]
-}
+func (c *column) code(s uint32) uint64 { return c.rs.get(c.id, s) }
 
-func (c *column) setCode(s uint32, v uint64) {
-	switch c.w {
-	case 1:
-		c.c8[s] = uint8(v)
-	case 2:
-		c.c16[s] = uint16(v)
-	case 4:
-		c.c32[s] = uint32(v)
-	default:
-		c.c64[s] = v
-	}
-}
-
-// widen re-stores every slot in w bytes.
-func (c *column) widen(w uint8) {
-	n := c.nwords * 64
-	old := *c
-	c.c8, c.c16, c.c32, c.c64 = nil, nil, nil, nil
-	c.w = w
-	c.alloc(n)
-	for s := 0; s < n; s++ {
-		c.setCode(uint32(s), old.code(uint32(s)))
-	}
-}
-
-func (c *column) alloc(n int) {
-	switch c.w {
-	case 1:
-		c.c8 = append(c.c8, make([]uint8, n-len(c.c8))...)
-	case 2:
-		c.c16 = append(c.c16, make([]uint16, n-len(c.c16))...)
-	case 4:
-		c.c32 = append(c.c32, make([]uint32, n-len(c.c32))...)
-	default:
-		c.c64 = append(c.c64, make([]uint64, n-len(c.c64))...)
-	}
-}
+func (c *column) setCode(s uint32, v uint64) { c.rs.set(c.id, s, v) }
 
 // grow makes room for nwords words of slots.
 func (c *column) grow(nwords int) {
 	c.nwords = nwords
-	c.alloc(nwords * 64)
 	for i := range c.vbits {
 		c.vbits[i] = grow(c.vbits[i], nwords)
 	}
@@ -121,7 +72,7 @@ func (c *column) card() int { return len(c.refs) - len(c.free) }
 // key returns the key of slot s (numeric columns).
 func (c *column) key(s uint32) uint64 {
 	if c.raw {
-		return c.c64[s]
+		return c.code(s)
 	}
 	return c.nkeys[c.code(s)]
 }
@@ -168,12 +119,13 @@ func (c *column) release(s uint32) {
 }
 
 // assign stores v in slot s (released or new) and reports what the index
-// must do next: rebuild this column's bsi (new, or lopsided).
-func (c *column) assign(s uint32, v val, n int) (rebuildBSI bool) {
+// must do next: rebuild this column's bsi (new, or lopsided). In bulk mode
+// the bsi is left alone: the caller rebuilds it at the end.
+func (c *column) assign(s uint32, v val, n int, bulk bool) (rebuildBSI bool) {
 	if c.raw {
 		k := keyOf(c.kind, v)
-		c.c64[s] = k
-		return c.bsi.add(s, k, n)
+		c.setCode(s, k)
+		return !bulk && c.bsi.add(s, k, n)
 	}
 	var code uint32
 	var ok bool
@@ -208,8 +160,8 @@ func (c *column) assign(s uint32, v val, n int) (rebuildBSI bool) {
 		}
 	}
 	c.refs[code]++
-	if uint64(code) >= 1<<(8*uint(c.w)) && c.w < 8 {
-		c.widen(c.w * 2)
+	if w := c.rs.w[c.id]; uint64(code) >= 1<<(8*uint(w)) && w < 8 {
+		c.rs.setWidth(c.id, w*2)
 	}
 	c.setCode(s, uint64(code))
 	if c.vbits != nil {
@@ -222,7 +174,7 @@ func (c *column) assign(s uint32, v val, n int) (rebuildBSI bool) {
 		}
 		return false
 	case c.bsi != nil:
-		rebuildBSI = c.bsi.add(s, keyOf(c.kind, v), n)
+		rebuildBSI = !bulk && c.bsi.add(s, keyOf(c.kind, v), n)
 		if c.card() > maxDictNum {
 			c.toRaw()
 		}
@@ -230,28 +182,26 @@ func (c *column) assign(s uint32, v val, n int) (rebuildBSI bool) {
 	case c.card() > maxVbitsNum:
 		c.vbits, c.noVbit, c.bsi = nil, true, &bsi{}
 		c.bsi.grow(c.nwords)
-		return true
+		return !bulk
 	}
 	return false
 }
 
 // toRaw drops the dictionary and stores keys.
 func (c *column) toRaw() {
-	n := c.nwords * 64
-	keys := make([]uint64, n)
-	for s := 0; s < n; s++ {
+	c.rs.setWidth(c.id, 8)
+	for s := 0; s < c.rs.nslots; s++ {
 		if code := c.code(uint32(s)); code < uint64(len(c.nkeys)) {
-			keys[s] = c.nkeys[code]
+			c.setCode(uint32(s), c.nkeys[code])
 		}
 	}
-	c.c8, c.c16, c.c32 = nil, nil, nil
-	c.c64, c.w, c.raw = keys, 8, true
+	c.raw = true
 	c.nkeys, c.nlook, c.refs, c.free = nil, nil, nil, nil
 }
 
 // memBytes estimates the column's heap size.
 func (c *column) memBytes() int {
-	b := len(c.c8) + 2*len(c.c16) + 4*len(c.c32) + 8*len(c.c64)
+	b := c.rs.nslots * int(c.rs.w[c.id])
 	b += 8*len(c.nkeys) + 4*len(c.refs) + 4*len(c.free) + 24*len(c.nlook)
 	for _, s := range c.strs {
 		b += 16 + len(s)
@@ -261,7 +211,7 @@ func (c *column) memBytes() int {
 		b += 8 * len(v)
 	}
 	if c.bsi != nil {
-		b += 8 * len(c.bsi.words)
+		b += c.bsi.memBytes()
 	}
 	return b
 }

@@ -1,6 +1,9 @@
 package market
 
 import (
+	"cmp"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/suanli/suanli"
@@ -33,9 +36,12 @@ type state struct {
 	n      int      // live slots
 	free   []uint32 // dead slots, reused first
 	ids    idTable
-	cols   []*column // by fieldID; nil for derived fields
-	virt   []*bsi    // by fieldID; the derived numeric fields at the default storage size
-	pool   sync.Pool // *[]uint64 scratch bitsets of nwords words
+	cols   []*column  // by fieldID; nil for derived fields
+	rows   *rowStore  // the columns' codes
+	virt   []*bsi     // by fieldID; the derived numeric fields at the default storage size
+	vkeys  [][]uint64 // by fieldID; their keys at the default storage size
+	pool   sync.Pool  // *[]uint64 scratch bitsets of nwords words
+	bulk   bool       // loading: bit-sliced indexes are rebuilt at the end
 }
 
 // derived fields have no column: their values are computed per search.
@@ -62,15 +68,16 @@ const defaultStorage = suanli.DefaultStorageGB * 1000
 func NewIndex() *Index { return &Index{st: newState()} }
 
 func newState() *state {
-	st := &state{cols: make([]*column, len(fields)), virt: make([]*bsi, len(fields))}
-	st.ids.idOf = func(s uint32) int64 { return keyInt(st.cols[fID].c64[s]) }
+	st := &state{cols: make([]*column, len(fields)), virt: make([]*bsi, len(fields)), vkeys: make([][]uint64, len(fields))}
+	st.rows = newRowStore(len(fields))
+	st.ids.idOf = func(s uint32) int64 { return keyInt(st.rows.get(fID, s)) }
 	for i := range fields {
 		id := fieldID(i)
 		switch {
 		case isDerived(id):
 			st.virt[id] = &bsi{}
 		default:
-			st.cols[id] = newColumn(id, id == fID || id == fMachineID)
+			st.cols[id] = newColumn(id, id == fID || id == fMachineID, st.rows)
 		}
 	}
 	st.grow(1)
@@ -80,14 +87,16 @@ func newState() *state {
 func (st *state) grow(nwords int) {
 	st.nwords = nwords
 	st.live = grow(st.live, nwords)
+	st.rows.grow(nwords * 64)
 	for _, c := range st.cols {
 		if c != nil {
 			c.grow(nwords)
 		}
 	}
-	for _, b := range st.virt {
+	for i, b := range st.virt {
 		if b != nil {
 			b.grow(nwords)
+			st.vkeys[i] = append(st.vkeys[i], make([]uint64, nwords*64-len(st.vkeys[i]))...)
 		}
 	}
 }
@@ -121,7 +130,7 @@ func (st *state) put(o *suanli.Offer) {
 			}
 			c.release(slot)
 		}
-		if c.assign(slot, v, n) {
+		if c.assign(slot, v, n, st.bulk) {
 			rebuild = append(rebuild, fieldID(i))
 		}
 	}
@@ -129,10 +138,12 @@ func (st *state) put(o *suanli.Offer) {
 		if b == nil {
 			continue
 		}
-		if exists {
+		if exists && !st.bulk {
 			b.remove(slot)
 		}
-		if b.add(slot, st.derivedKey(fieldID(i), slot, defaultStorage), n) {
+		k := st.computeDerived(fieldID(i), slot, defaultStorage)
+		st.vkeys[i][slot] = k
+		if !st.bulk && b.add(slot, k, n) {
 			rebuild = append(rebuild, fieldID(i))
 		}
 	}
@@ -162,18 +173,35 @@ func (st *state) allocSlot() uint32 {
 // rebuildBSI chooses new bins for field id from the live slots.
 func (st *state) rebuildBSI(id fieldID) {
 	if b := st.virt[id]; b != nil {
-		b.rebuild(st.live, st.n, func(s uint32) uint64 { return st.derivedKey(id, s, defaultStorage) })
+		b.rebuild(st.live, st.n, fields[id].kind, func(s uint32) uint64 { return st.derivedKey(id, s, defaultStorage) })
 		return
 	}
 	c := st.cols[id]
-	c.bsi.rebuild(st.live, st.n, c.key)
+	c.bsi.rebuild(st.live, st.n, c.kind, c.key)
+}
+
+// Apply puts and then deletes a batch of offers under one lock: searches
+// see all of the batch or none of it, and a busy writer (a change feed)
+// waits for the readers once a batch rather than once an offer.
+func (x *Index) Apply(put []*suanli.Offer, del []int64) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, o := range put {
+		x.st.put(o)
+	}
+	for _, id := range del {
+		x.st.delete(id)
+	}
 }
 
 // Delete removes the offer with that ID; removing a missing one is a no-op.
 func (x *Index) Delete(id int64) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	st := x.st
+	x.st.delete(id)
+}
+
+func (st *state) delete(id int64) {
 	slot, ok := st.ids.find(id)
 	if !ok {
 		return
@@ -198,6 +226,9 @@ func (x *Index) Delete(id int64) {
 // with every internal structure built afresh for their values. Searches see
 // either the old or the new content, never a mix. Offers with the same ID:
 // the last wins.
+//
+// Offers are laid out by GPU model and country, so that searches naming a
+// model (most do) touch only that model's part of every bitset.
 func (x *Index) Replace(offers []*suanli.Offer) {
 	st := newState()
 	words := 1
@@ -205,9 +236,21 @@ func (x *Index) Replace(offers []*suanli.Offer) {
 		words *= 2
 	}
 	st.grow(words)
-	for _, o := range offers {
+	sorted := slices.Clone(offers)
+	slices.SortStableFunc(sorted, func(a, b *suanli.Offer) int {
+		if c := strings.Compare(a.GPUName, b.GPUName); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Country, b.Country); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	st.bulk = true
+	for _, o := range sorted {
 		st.put(o)
 	}
+	st.bulk = false
 	for i := range fields {
 		if id := fieldID(i); st.virt[id] != nil || (st.cols[id] != nil && st.cols[id].bsi != nil) {
 			st.rebuildBSI(id)
@@ -251,9 +294,9 @@ func (x *Index) MemBytes() int {
 			b += c.memBytes()
 		}
 	}
-	for _, v := range st.virt {
+	for i, v := range st.virt {
 		if v != nil {
-			b += 8 * len(v.words)
+			b += v.memBytes() + 8*len(st.vkeys[i])
 		}
 	}
 	return b
@@ -274,8 +317,17 @@ func (st *state) offer(slot uint32, s *search) *suanli.Offer {
 	return o
 }
 
-// derivedKey computes derived field id of slot at storage milli-GB.
+// derivedKey returns derived field id of slot at storage milli-GB.
 func (st *state) derivedKey(id fieldID, slot uint32, storage int64) uint64 {
+	if storage == defaultStorage {
+		return st.vkeys[id][slot]
+	}
+	return st.computeDerived(id, slot, storage)
+}
+
+// computeDerived computes derived field id of slot at storage milli-GB
+// from the stored fields.
+func (st *state) computeDerived(id fieldID, slot uint32, storage int64) uint64 {
 	base := suanli.Money(keyInt(st.cols[fDPHBase].key(slot)))
 	sc := suanli.Money(keyInt(st.cols[fStorageCost].key(slot)))
 	dph := dphTotal(base, sc, storage)
@@ -297,4 +349,29 @@ func (st *state) scratch() ([]uint64, func()) {
 	}
 	b := make([]uint64, st.nwords)
 	return b, func() { st.pool.Put(&b) }
+}
+
+// offers rebuilds the offers in slots as search s sees them, reading column
+// by column so that the loads of one column overlap.
+func (st *state) offers(slots []uint32, s *search) []*suanli.Offer {
+	all := make([]suanli.Offer, len(slots))
+	out := make([]*suanli.Offer, len(slots))
+	for i, c := range st.cols {
+		if c == nil {
+			continue
+		}
+		f := &fields[i]
+		for j, slot := range slots {
+			f.set(&all[j], c.value(slot))
+		}
+	}
+	for j := range all {
+		o := &all[j]
+		o.DPHTotal = dphTotal(o.DPHBase, o.StorageCost, s.storage)
+		o.DLPerfPerDPH = perDollar(o.DLPerf, o.DPHTotal)
+		o.FlopsPerDPH = perDollar(o.TotalFlops, o.DPHTotal)
+		o.Rentable = s.viewer.rentable(o)
+		out[j] = o
+	}
+	return out
 }

@@ -217,11 +217,15 @@ func TestIndexMatchesScanAndRebuild(t *testing.T) {
 				o := randOffer(r, nextID)
 				nextID++
 				offers[o.ID] = o
-				x.Put(o)
+				x.Apply([]*suanli.Offer{o}, nil)
 			default:
 				id := int64(1 + r.IntN(int(nextID-1)))
 				delete(offers, id)
-				x.Delete(id)
+				if r.IntN(2) == 0 {
+					x.Delete(id)
+				} else {
+					x.Apply(nil, []int64{id, -id}) // -id is not there
+				}
 			}
 		}
 		label := fmt.Sprintf("round %d", round)

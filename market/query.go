@@ -33,7 +33,7 @@ func (x *Index) Search(q suanli.OfferQuery, v Viewer) (*suanli.OfferResult, erro
 func (st *state) search(s *search) *suanli.OfferResult {
 	m, done := st.scratch()
 	defer done()
-	copy(m, st.live)
+	v := st.seed(s, m)
 	var ex *explainer
 	var prev []uint64
 	if s.explain {
@@ -42,30 +42,93 @@ func (st *state) search(s *search) *suanli.OfferResult {
 		defer done()
 		prev = p
 	}
-	for i := range s.conds {
+	for _, i := range st.plan(s, ex != nil) {
 		c := &s.conds[i]
 		if ex != nil {
-			copy(prev, m)
+			copy(prev[v.lo:v.hi], m[v.lo:v.hi])
 		}
-		st.apply(s, c, m)
+		st.apply(s, c, m, v)
 		if ex != nil {
-			andNotInto(prev, m)
-			forEach(prev, func(slot uint32) { ex.steps[i].note(c, st.valAt(s, c.id, slot)) })
+			andNotInto(prev[v.lo:v.hi], m[v.lo:v.hi])
+			forEach(prev[v.lo:v.hi], func(slot uint32) {
+				ex.steps[i].note(c, st.valAt(s, c.id, slot+uint32(v.lo*64)))
+			})
 		}
+		v = v.shrink(m)
 	}
-	total := popcount(m)
+	total := popcount(m[v.lo:v.hi])
 	res := &suanli.OfferResult{Total: total, Offers: []*suanli.Offer{}}
 	if s.offset < total {
 		k := min(s.offset+s.limit, total)
 		keys := append(slices.Clip(s.order), OrderKey{Field: "id", id: fID})
-		for _, slot := range st.top(s, m, total, k, keys)[s.offset:] {
-			res.Offers = append(res.Offers, st.offer(slot, s))
-		}
+		res.Offers = st.offers(st.top(s, m, v, total, k, keys)[s.offset:], s)
 	}
 	if ex != nil {
 		res.Explain = ex.result(total)
 	}
 	return res
+}
+
+// seed fills m with the slots a search starts from and returns its window:
+// the live slots, or only those named by a condition on id (unless the
+// search explains, which counts every condition's removals).
+func (st *state) seed(s *search, m []uint64) win {
+	v := win{0, st.nwords}
+	if !s.explain {
+		for i := range s.conds {
+			c := &s.conds[i]
+			if c.id != fID || (c.Op != OpEQ && c.Op != OpIn) {
+				continue
+			}
+			lo, hi := st.nwords, 0
+			for _, val := range c.vals {
+				if slot, ok := st.ids.find(val.i); ok {
+					lo, hi = min(lo, int(slot>>6)), max(hi, int(slot>>6)+1)
+				}
+			}
+			if hi <= lo {
+				return win{}
+			}
+			clear(m[lo:hi])
+			for _, val := range c.vals {
+				if slot, ok := st.ids.find(val.i); ok {
+					bitSet(m, slot)
+				}
+			}
+			return win{lo, hi}
+		}
+	}
+	copy(m, st.live)
+	return v.shrink(m)
+}
+
+// plan returns the order to apply the conditions in: as written when
+// explaining (the explanation follows the query), otherwise the cheap
+// bitset ones first, so that the costlier ones see fewer words.
+func (st *state) plan(s *search, explain bool) []int {
+	order := make([]int, len(s.conds))
+	for i := range order {
+		order[i] = i
+	}
+	if explain {
+		return order
+	}
+	cost := func(i int) int {
+		c := &s.conds[i]
+		switch {
+		case c.id == fRentable:
+			return 1
+		case isDerived(c.id):
+			return 2
+		case st.cols[c.id].vbits != nil:
+			return 0
+		case st.cols[c.id].bsi != nil:
+			return 2
+		}
+		return 3
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(cost(a), cost(b)) })
+	return order
 }
 
 // valAt reads field id of slot as search s sees it.
@@ -100,46 +163,49 @@ func (st *state) rentableAt(s *search, slot uint32) bool {
 	return s.viewer.AccountID != 0 && keyInt(st.cols[fHostID].key(slot)) == s.viewer.AccountID
 }
 
-// apply keeps in m the slots that satisfy c.
-func (st *state) apply(s *search, c *Cond, m []uint64) {
+// apply keeps in m the slots that satisfy c, within window v.
+func (st *state) apply(s *search, c *Cond, m []uint64, v win) {
 	id := c.id
 	k := fields[id].kind
 	list := c.Op == OpIn || c.Op == OpNotIn
 	switch {
 	case id == fRentable:
-		st.applyRentable(s, c, m)
+		st.applyRentable(s, c, m, v)
 	case isDerived(id):
 		if s.storage == defaultStorage && !list {
-			st.virt[id].filter(m, c.Op, keyOf(k, c.vals[0]), func(slot uint32) uint64 {
+			st.virt[id].filter(m, v, c.Op, keyOf(k, c.vals[0]), false, func(slot uint32) uint64 {
 				return st.derivedKey(id, slot, defaultStorage)
 			})
 			return
 		}
-		filterSlots(m, func(slot uint32) bool { return c.match(valOfKey(k, st.derivedKey(id, slot, s.storage))) })
+		filterSlots(m, v, func(slot uint32) bool { return c.match(valOfKey(k, st.derivedKey(id, slot, s.storage))) })
 	default:
 		col := st.cols[id]
 		switch {
 		case col.vbits != nil:
-			applyVbits(c, col, m)
+			applyVbits(c, col, m, v)
 		case col.bsi != nil && !list:
-			col.bsi.filter(m, c.Op, keyOf(k, c.vals[0]), col.key)
+			x := keyOf(k, c.vals[0])
+			_, present := col.nlook[x]
+			col.bsi.filter(m, v, c.Op, x, !col.raw && !present, col.key)
 		case col.raw || !col.isStr:
 			keys := make([]uint64, len(c.vals))
 			for i, v := range c.vals {
 				keys[i] = keyOf(k, v)
 			}
 			in := c.Op == OpIn
-			filterSlots(m, func(slot uint32) bool { return slices.Contains(keys, col.key(slot)) == in })
+			filterSlots(m, v, func(slot uint32) bool { return slices.Contains(keys, col.key(slot)) == in })
 		default:
 			pass := passCodes(c, col)
-			filterSlots(m, func(slot uint32) bool { return pass[col.code(slot)] })
+			filterSlots(m, v, func(slot uint32) bool { return pass[col.code(slot)] })
 		}
 	}
 }
 
 // filterSlots keeps in m the slots for which keep is true.
-func filterSlots(m []uint64, keep func(slot uint32) bool) {
-	for w, mw := range m {
+func filterSlots(m []uint64, v win, keep func(slot uint32) bool) {
+	for w := v.lo; w < v.hi; w++ {
+		mw := m[w]
 		out := mw
 		for x := mw; x != 0; x &= x - 1 {
 			t := bits.TrailingZeros64(x)
@@ -169,7 +235,7 @@ func passCodes(c *Cond, col *column) []bool {
 
 // applyVbits keeps in m the slots whose value passes c, OR-ing the bitsets
 // of the passing values (or AND-NOT-ing the failing ones, if fewer).
-func applyVbits(c *Cond, col *column, m []uint64) {
+func applyVbits(c *Cond, col *column, m []uint64, v win) {
 	pass := passCodes(c, col)
 	var in, out [][]uint64
 	for code, r := range col.refs {
@@ -185,10 +251,10 @@ func applyVbits(c *Cond, col *column, m []uint64) {
 	switch {
 	case len(out) == 0:
 	case len(in) == 0:
-		clear(m)
+		clear(m[v.lo:v.hi])
 	case len(in) <= len(out):
-		for w, mw := range m {
-			if mw != 0 {
+		for w := v.lo; w < v.hi; w++ {
+			if mw := m[w]; mw != 0 {
 				var acc uint64
 				for _, b := range in {
 					acc |= b[w]
@@ -197,8 +263,8 @@ func applyVbits(c *Cond, col *column, m []uint64) {
 			}
 		}
 	default:
-		for w, mw := range m {
-			if mw != 0 {
+		for w := v.lo; w < v.hi; w++ {
+			if mw := m[w]; mw != 0 {
 				var acc uint64
 				for _, b := range out {
 					acc |= b[w]
@@ -221,25 +287,26 @@ func valueBits(col *column, b bool) []uint64 {
 
 // applyRentable applies a condition on rentable, which depends on the
 // viewer: rentable and (not simulated, or the viewer may see it).
-func (st *state) applyRentable(s *search, c *Cond, m []uint64) {
+func (st *state) applyRentable(s *search, c *Cond, m []uint64, v win) {
 	passT, passF := c.match(bv(true)), c.match(bv(false))
 	switch {
 	case passT && passF:
 		return
 	case !passT && !passF:
-		clear(m)
+		clear(m[v.lo:v.hi])
 		return
 	}
 	rent := valueBits(st.cols[fRentable], true)
 	if rent == nil {
 		if passT {
-			clear(m)
+			clear(m[v.lo:v.hi])
 		}
 		return
 	}
 	sim := valueBits(st.cols[fSimulated], true)
 	host := st.cols[fHostID]
-	for w, mw := range m {
+	for w := v.lo; w < v.hi; w++ {
+		mw := m[w]
 		if mw == 0 {
 			continue
 		}
@@ -268,14 +335,19 @@ func (st *state) applyRentable(s *search, c *Cond, m []uint64) {
 // further with an index (a variable so that tests can lower it).
 var exactMax = 4096
 
-// top returns the first k slots of m (which holds total slots) in the order
-// of keys, which ends with id so that no two slots tie.
-func (st *state) top(s *search, m []uint64, total, k int, keys []OrderKey) []uint32 {
+// narrowStop is how few candidates the bit-sliced narrowing aims for: each
+// candidate costs a few cache misses to compare exactly.
+const narrowStop = 256
+
+// top returns the first k slots of m (which holds total slots within
+// window v) in the order of keys, which ends with id so that no two slots
+// tie.
+func (st *state) top(s *search, m []uint64, v win, total, k int, keys []OrderKey) []uint32 {
 	if k <= 0 {
 		return nil
 	}
 	if total <= exactMax || len(keys) == 0 {
-		return st.selectTop(s, appendSlots(make([]uint32, 0, total), m), k, keys)
+		return st.selectTop(s, appendSlots(make([]uint32, 0, total), m, v), k, keys)
 	}
 	key := keys[0]
 	if b := st.bsiFor(s, key.id); b != nil {
@@ -283,48 +355,87 @@ func (st *state) top(s *search, m []uint64, total, k int, keys []OrderKey) []uin
 		defer rg()
 		e, re := st.scratch()
 		defer re()
-		stop := max(exactMax, 2*k)
-		ng, ne := b.narrow(m, g, e, k, key.Desc, stop)
-		if ng+ne <= stop || !st.allEqual(s, key.id, e) {
-			c := appendSlots(appendSlots(make([]uint32, 0, ng+ne), g), e)
+		stop := max(narrowStop, 2*k)
+		if mm, mv, ok := st.bestBins(b, m, v, total, k, key.Desc); ok {
+			m, v = mm, mv
+			defer st.release(mm)
+		}
+		ng, ne := b.narrow(m, g, e, v, k, key.Desc, stop)
+		if ng+ne <= stop || !st.allEqual(s, key.id, e, v) {
+			c := appendSlots(appendSlots(make([]uint32, 0, ng+ne), g, v), e, v)
 			return st.selectTop(s, c, k, keys)
 		}
 		// e is a tie on keys[0], after all of g.
-		out := st.selectTop(s, appendSlots(make([]uint32, 0, ng), g), ng, keys)
-		return append(out, st.top(s, e, ne, k-ng, keys[1:])...)
+		out := st.selectTop(s, appendSlots(make([]uint32, 0, ng), g, v), ng, keys)
+		return append(out, st.top(s, e, v.shrink(e), ne, k-ng, keys[1:])...)
 	}
 	if col := st.cols[key.id]; col != nil && col.vbits != nil && key.id != fRentable {
 		codes := sortedCodes(col, key.Desc)
 		g, rg := st.scratch()
 		defer rg()
-		clear(g)
+		clear(g[v.lo:v.hi])
 		acc := 0
 		for _, code := range codes {
 			vb := col.vbits[code]
 			cnt := 0
-			for w, mw := range m {
-				if mw != 0 {
+			for w := v.lo; w < v.hi; w++ {
+				if mw := m[w]; mw != 0 {
 					cnt += bits.OnesCount64(mw & vb[w])
 				}
 			}
 			if acc+cnt < k {
-				for w, mw := range m {
-					g[w] |= mw & vb[w]
+				for w := v.lo; w < v.hi; w++ {
+					g[w] |= m[w] & vb[w]
 				}
 				acc += cnt
 				continue
 			}
 			e, re := st.scratch()
 			defer re()
-			for w, mw := range m {
-				e[w] = mw & vb[w]
+			for w := v.lo; w < v.hi; w++ {
+				e[w] = m[w] & vb[w]
 			}
-			out := st.selectTop(s, appendSlots(make([]uint32, 0, acc), g), acc, keys)
-			return append(out, st.top(s, e, cnt, k-acc, keys[1:])...)
+			out := st.selectTop(s, appendSlots(make([]uint32, 0, acc), g, v), acc, keys)
+			return append(out, st.top(s, e, v.shrink(e), cnt, k-acc, keys[1:])...)
 		}
-		return st.selectTop(s, appendSlots(make([]uint32, 0, acc), g), acc, keys)
+		return st.selectTop(s, appendSlots(make([]uint32, 0, acc), g, v), acc, keys)
 	}
-	return st.selectTop(s, appendSlots(make([]uint32, 0, total), m), k, keys)
+	return st.selectTop(s, appendSlots(make([]uint32, 0, total), m, v), k, keys)
+}
+
+// bestBins is a shortcut for a dense m: the index's edge bitset (the
+// lowest or highest bins) usually holds the first k of m. It returns m
+// limited to the edge (a fresh scratch bitset and its window) when that
+// holds at least k slots. Every slot left out is in a worse bin than every
+// slot kept.
+func (st *state) bestBins(b *bsi, m []uint64, v win, total, k int, desc bool) ([]uint64, win, bool) {
+	span := (v.hi - v.lo) * 64
+	if total < span/32 || total < 4*narrowStop {
+		return nil, v, false
+	}
+	edge := b.low
+	if desc {
+		edge = b.high
+	}
+	out, _ := st.scratch()
+	n := 0
+	for w := v.lo; w < v.hi; w++ {
+		x := m[w] & edge[w]
+		out[w] = x
+		n += bits.OnesCount64(x)
+	}
+	if n < k {
+		st.release(out)
+		return nil, v, false
+	}
+	return out, v.shrink(out), true
+}
+
+// release returns a scratch bitset from bestBins to the pool.
+func (st *state) release(b []uint64) {
+	if len(b) == st.nwords {
+		st.pool.Put(&b)
+	}
 }
 
 // bsiFor returns the bit-sliced index that orders field id for s, or nil.
@@ -342,10 +453,10 @@ func (st *state) bsiFor(s *search, id fieldID) *bsi {
 }
 
 // allEqual reports whether every slot of e has the same value of field id.
-func (st *state) allEqual(s *search, id fieldID, e []uint64) bool {
+func (st *state) allEqual(s *search, id fieldID, e []uint64, v win) bool {
 	first, set, same := uint64(0), false, true
-	for w, ew := range e {
-		for x := ew; x != 0 && same; x &= x - 1 {
+	for w := v.lo; w < v.hi && same; w++ {
+		for x := e[w]; x != 0 && same; x &= x - 1 {
 			k := st.keyAt(s, id, uint32(w<<6|bits.TrailingZeros64(x)))
 			if !set {
 				first, set = k, true

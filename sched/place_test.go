@@ -1,6 +1,7 @@
 package sched_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/suanli/suanli"
@@ -75,5 +76,36 @@ func TestPlaceCPU(t *testing.T) {
 	}
 	if _, err := sched.Place(m, sched.Usage{CPUCores: 30}, sched.Request{CPUCores: 4}); suanli.ErrorCode(err) != suanli.ECONFLICT {
 		t.Errorf("cpu over-ask: %v", err)
+	}
+}
+
+func TestCheckResidency(t *testing.T) {
+	us := &suanli.Machine{ID: 3, Country: "US", Region: "us-east"}
+	de := &suanli.Machine{ID: 4, Country: "DE", Region: "eu-central"}
+	unknown := &suanli.Machine{ID: 5}
+	cases := []struct {
+		m                *suanli.Machine
+		account, rental  []string
+		wantErrSubstring string
+	}{
+		{us, nil, nil, ""},
+		{us, []string{"DE", "FR"}, nil, "offer 3 is in US (us-east); your account allows only DE, FR"},
+		{de, []string{"DE", "FR"}, nil, ""},
+		{de, []string{"eu-central"}, nil, ""},
+		{de, []string{"DE", "FR"}, []string{"FR"}, "offer 4 is in DE (eu-central); this rental allows only FR"},
+		{unknown, []string{"DE"}, nil, "offer 5 is in an unknown country"},
+		{unknown, nil, nil, ""},
+	}
+	for _, c := range cases {
+		err := sched.CheckResidency(c.m, c.account, c.rental)
+		if c.wantErrSubstring == "" {
+			if err != nil {
+				t.Errorf("CheckResidency(%d, %v, %v) = %v, want nil", c.m.ID, c.account, c.rental, err)
+			}
+			continue
+		}
+		if err == nil || suanli.ErrorCode(err) != suanli.EFORBIDDEN || !strings.Contains(err.Error(), c.wantErrSubstring) {
+			t.Errorf("CheckResidency(%d, %v, %v) = %v, want forbidden containing %q", c.m.ID, c.account, c.rental, err, c.wantErrSubstring)
+		}
 	}
 }

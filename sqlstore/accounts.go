@@ -24,11 +24,64 @@ func (s *DB) CreateAccount(ctx context.Context, a *suanli.Account) error {
 		if n > 0 {
 			return suanli.Errorf(suanli.ECONFLICT, "account name %q is taken", a.Name)
 		}
-		id, err := tx.insert(ctx, `INSERT INTO accounts (name, email, role, created_at) VALUES (?, ?, ?, ?)`,
-			a.Name, a.Email, a.Role, us(a.CreatedAt))
-		a.ID = id
-		return err
+		return tx.createAccount(ctx, a)
 	})
+}
+
+func (tx *Tx) createAccount(ctx context.Context, a *suanli.Account) error {
+	if a.Kind == "" {
+		a.Kind = suanli.KindUser
+	}
+	id, err := tx.insert(ctx, `INSERT INTO accounts (name, email, role, kind, allowed_countries, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		a.Name, a.Email, a.Role, a.Kind, strings.Join(a.AllowedCountries, ","), us(a.CreatedAt))
+	a.ID = id
+	return err
+}
+
+// FindAccounts lists every account, oldest first.
+func (s *DB) FindAccounts(ctx context.Context) ([]*suanli.Account, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+accountCols+` FROM accounts ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*suanli.Account
+	for rows.Next() {
+		a, err := scanAccount(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// SetAllowedCountries sets an account's data residency (empty: anywhere).
+func (s *DB) SetAllowedCountries(ctx context.Context, id int64, allowed []string) error {
+	res, err := s.db.ExecContext(ctx, s.q(`UPDATE accounts SET allowed_countries = ? WHERE id = ?`), strings.Join(allowed, ","), id)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return notFound("account", id)
+	}
+	return nil
+}
+
+const accountCols = `id, name, email, role, kind, allowed_countries, created_at`
+
+func scanAccount(r scanner) (*suanli.Account, error) {
+	var a suanli.Account
+	var created int64
+	var allowed string
+	if err := r.Scan(&a.ID, &a.Name, &a.Email, &a.Role, &a.Kind, &allowed, &created); err != nil {
+		return nil, err
+	}
+	if allowed != "" {
+		a.AllowedCountries = strings.Split(allowed, ",")
+	}
+	a.CreatedAt = fromUS(created)
+	return &a, nil
 }
 
 // FindAccountByID returns an account. ENOTFOUND.
@@ -42,17 +95,11 @@ func (s *DB) FindAccountByName(ctx context.Context, name string) (*suanli.Accoun
 }
 
 func (s *DB) findAccount(ctx context.Context, where string, arg any) (*suanli.Account, error) {
-	var a suanli.Account
-	var created int64
-	err := s.db.QueryRowContext(ctx, s.q(`SELECT id, name, email, role, created_at FROM accounts WHERE `+where), arg).
-		Scan(&a.ID, &a.Name, &a.Email, &a.Role, &created)
+	a, err := scanAccount(s.db.QueryRowContext(ctx, s.q(`SELECT `+accountCols+` FROM accounts WHERE `+where), arg))
 	if isNoRows(err) {
 		return nil, suanli.Errorf(suanli.ENOTFOUND, "account %v not found", arg)
-	} else if err != nil {
-		return nil, err
 	}
-	a.CreatedAt = fromUS(created)
-	return &a, nil
+	return a, err
 }
 
 // CreateAPIKey stores a key by the hash of its secret. k.ID is set.
@@ -62,24 +109,28 @@ func (s *DB) CreateAPIKey(ctx context.Context, k *suanli.APIKey, hash string) er
 
 func (tx *Tx) createAPIKey(ctx context.Context, k *suanli.APIKey, hash string) error {
 	scopes, _ := json.Marshal(k.Scopes)
-	id, err := tx.insert(ctx, `INSERT INTO api_keys (account_id, name, prefix, hash, scopes, machine_id, created_at, expires_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, k.AccountID, k.Name, k.Prefix, hash, string(scopes), k.MachineID, us(k.CreatedAt), us(k.ExpiresAt))
+	if k.Kind == "" {
+		k.Kind = suanli.KeyLive
+		if k.MachineID != 0 {
+			k.Kind = suanli.KeyAgent
+		}
+	}
+	id, err := tx.insert(ctx, `INSERT INTO api_keys (account_id, name, kind, prefix, hash, scopes, machine_id, parent_id, created_at, expires_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, k.AccountID, k.Name, k.Kind, k.Prefix, hash, string(scopes), k.MachineID, k.ParentID,
+		us(k.CreatedAt), us(k.ExpiresAt))
 	k.ID = id
 	return err
 }
 
-// FindAPIKeyByHash returns the key with that secret hash (revoked and expired
-// ones too: the caller decides). ENOTFOUND.
-func (s *DB) FindAPIKeyByHash(ctx context.Context, hash string) (*suanli.APIKey, error) {
+const keyCols = `id, account_id, name, kind, prefix, scopes, machine_id, parent_id, created_at, expires_at, revoked_at, last_used_at, last_used_addr`
+
+func scanKey(r scanner) (*suanli.APIKey, error) {
 	var k suanli.APIKey
 	var scopes string
 	var created, expires int64
 	var revoked, used sql.NullInt64
-	err := s.db.QueryRowContext(ctx, s.q(`SELECT id, account_id, name, prefix, scopes, machine_id, created_at, expires_at, revoked_at, last_used_at
-		FROM api_keys WHERE hash = ?`), hash).Scan(&k.ID, &k.AccountID, &k.Name, &k.Prefix, &scopes, &k.MachineID, &created, &expires, &revoked, &used)
-	if isNoRows(err) {
-		return nil, suanli.Errorf(suanli.ENOTFOUND, "no such key")
-	} else if err != nil {
+	if err := r.Scan(&k.ID, &k.AccountID, &k.Name, &k.Kind, &k.Prefix, &scopes, &k.MachineID, &k.ParentID, &created, &expires,
+		&revoked, &used, &k.LastUsedAddr); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(scopes), &k.Scopes); err != nil {
@@ -88,6 +139,105 @@ func (s *DB) FindAPIKeyByHash(ctx context.Context, hash string) (*suanli.APIKey,
 	k.CreatedAt, k.ExpiresAt = fromUS(created), fromUS(expires)
 	k.RevokedAt, k.LastUsedAt = fromUSPtr(revoked), fromUSPtr(used)
 	return &k, nil
+}
+
+// FindAPIKeyByHash returns the key with that secret hash (revoked and expired
+// ones too: the caller decides). ENOTFOUND.
+func (s *DB) FindAPIKeyByHash(ctx context.Context, hash string) (*suanli.APIKey, error) {
+	k, err := scanKey(s.db.QueryRowContext(ctx, s.q(`SELECT `+keyCols+` FROM api_keys WHERE hash = ?`), hash))
+	if isNoRows(err) {
+		return nil, suanli.Errorf(suanli.ENOTFOUND, "no such key")
+	}
+	return k, err
+}
+
+// FindAPIKeyByID returns a key. ENOTFOUND.
+func (s *DB) FindAPIKeyByID(ctx context.Context, id int64) (*suanli.APIKey, error) {
+	k, err := scanKey(s.db.QueryRowContext(ctx, s.q(`SELECT `+keyCols+` FROM api_keys WHERE id = ?`), id))
+	if isNoRows(err) {
+		return nil, notFound("key", id)
+	}
+	return k, err
+}
+
+// FindAPIKeys lists an account's keys and tokens, newest first.
+func (s *DB) FindAPIKeys(ctx context.Context, accountID int64) ([]*suanli.APIKey, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+keyCols+` FROM api_keys WHERE account_id = ? ORDER BY id DESC`), accountID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*suanli.APIKey
+	for rows.Next() {
+		k, err := scanKey(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, k)
+	}
+	return out, rows.Err()
+}
+
+// activeByName counts the account's active live keys named name, leaving
+// out the key except (0: none).
+func (tx *Tx) activeByName(ctx context.Context, accountID int64, name string, except int64, now time.Time) (int, error) {
+	var n int
+	err := tx.queryRow(ctx, `SELECT COUNT(*) FROM api_keys WHERE account_id = ? AND name = ? AND kind = ? AND revoked_at IS NULL
+		AND expires_at > ? AND id <> ?`, accountID, name, suanli.KeyLive, us(now), except).Scan(&n)
+	return n, err
+}
+
+// CreateLiveKey stores a person's new key unless max active keys already
+// carry its name (ECONFLICT, naming them).
+func (s *DB) CreateLiveKey(ctx context.Context, k *suanli.APIKey, hash string, max int, now time.Time) error {
+	return s.withTx(ctx, func(tx *Tx) error {
+		n, err := tx.activeByName(ctx, k.AccountID, k.Name, 0, now)
+		if err != nil {
+			return err
+		}
+		if n >= max {
+			return suanli.Errorf(suanli.ECONFLICT, "%d keys named %q are active already (the most for rotation): revoke one with `suanli keys revoke ID`, or rotate one with `suanli keys rotate ID`", n, k.Name)
+		}
+		k.Kind = suanli.KeyLive
+		return tx.createAPIKey(ctx, k, hash)
+	})
+}
+
+// RotateKey stores next as old's successor and sets old's expiry to
+// oldExpires (now: revoked at once), in one transaction. ECONFLICT when
+// another key of that name is active besides old.
+func (s *DB) RotateKey(ctx context.Context, old *suanli.APIKey, next *suanli.APIKey, hash string, oldExpires time.Time, max int, now time.Time) error {
+	return s.withTx(ctx, func(tx *Tx) error {
+		n, err := tx.activeByName(ctx, old.AccountID, old.Name, old.ID, now)
+		if err != nil {
+			return err
+		}
+		if n+1 >= max && oldExpires.After(now) {
+			return suanli.Errorf(suanli.ECONFLICT, "key %d has a sibling named %q that is still active: revoke one of them first (or rotate with --grace 0)", old.ID, old.Name)
+		}
+		if n >= max {
+			return suanli.Errorf(suanli.ECONFLICT, "%d other keys named %q are active: revoke one first", n, old.Name)
+		}
+		if !oldExpires.After(now) {
+			if err := tx.revokeKey(ctx, old.ID, now); err != nil {
+				return err
+			}
+		} else if _, err := tx.exec(ctx, `UPDATE api_keys SET expires_at = ? WHERE id = ? AND expires_at > ?`, us(oldExpires), old.ID, us(oldExpires)); err != nil {
+			return err
+		}
+		next.Kind = suanli.KeyLive
+		return tx.createAPIKey(ctx, next, hash)
+	})
+}
+
+func (tx *Tx) revokeKey(ctx context.Context, id int64, at time.Time) error {
+	_, err := tx.exec(ctx, `UPDATE api_keys SET revoked_at = ? WHERE (id = ? OR parent_id = ?) AND revoked_at IS NULL`, us(at), id, id)
+	return err
+}
+
+// RevokeAPIKey revokes a key and every temporary token cut from it.
+func (s *DB) RevokeAPIKey(ctx context.Context, id int64, at time.Time) error {
+	return s.withTx(ctx, func(tx *Tx) error { return tx.revokeKey(ctx, id, at) })
 }
 
 // TouchAPIKey records a key's last use.

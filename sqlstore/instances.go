@@ -14,25 +14,68 @@ import (
 
 const instanceCols = `id, account_id, machine_id, host_id, label, image, cmd, env, disk_gb, gpu_name, gpu_count, gpu_indexes, cpu_cores, ram_mb,
 	rental_type, bid, rates, simulated, status, status_message, desired, exit_code, created_at, started_at, destroyed_at, updated_at, version,
-	project, tags, guards, stopped_at, restart, restarts, moves, restart_pending, avoid_machines`
+	project, tags, guards, stopped_at, restart, restarts, moves, restart_pending, avoid_machines, ports, port_map, template, volumes,
+	secrets, secret_meta, allowed_countries`
+
+// secretMeta is what the store keeps in the clear about an instance's
+// secrets: their names and the registry user, never a value.
+type secretMeta struct {
+	Env      []string             `json:"env,omitempty"`
+	Registry *suanli.RegistryAuth `json:"registry,omitempty"`
+}
+
+func metaOf(in *suanli.Instance) string {
+	var m secretMeta
+	for k := range in.SecretEnv {
+		m.Env = append(m.Env, k)
+	}
+	slices.Sort(m.Env)
+	if in.RegistryAuth != nil {
+		m.Registry = &suanli.RegistryAuth{Server: in.RegistryAuth.Server, Username: in.RegistryAuth.Username}
+	}
+	if m.Env == nil && m.Registry == nil {
+		return ""
+	}
+	return jsonText(m)
+}
 
 func scanInstance(r scanner) (*suanli.Instance, error) {
 	var i suanli.Instance
-	var cmd, env, idx, rates, tags, guards, restart, avoid string
+	var cmd, env, idx, rates, tags, guards, restart, avoid, ports, portMap, vols string
 	var ramMB, bid, created, updated int64
 	var exit, started, destroyed, stopped sql.NullInt64
+	var meta, allowed string
 	if err := r.Scan(&i.ID, &i.AccountID, &i.MachineID, &i.HostID, &i.Label, &i.Image, &cmd, &env, &i.DiskGB, &i.GPUName, &i.GPUCount, &idx,
 		&i.CPUCores, &ramMB, &i.RentalType, &bid, &rates, &i.Simulated, &i.Status, &i.StatusMessage, &i.Desired, &exit, &created,
 		&started, &destroyed, &updated, &i.Version, &i.Project, &tags, &guards, &stopped, &restart, &i.Restarts, &i.Moves,
-		&i.RestartPending, &avoid); err != nil {
+		&i.RestartPending, &avoid, &ports, &portMap, &i.Template, &vols, &i.Sealed, &meta, &allowed); err != nil {
 		return nil, err
 	}
 	i.StoppedAt = fromUSPtr(stopped)
+	if meta != "" {
+		var m secretMeta
+		if err := json.Unmarshal([]byte(meta), &m); err != nil {
+			return nil, fmt.Errorf("instance %d secret names: %w", i.ID, err)
+		}
+		if len(m.Env) > 0 {
+			i.SecretEnv = map[string]string{}
+			for _, k := range m.Env {
+				i.SecretEnv[k] = suanli.SecretMask
+			}
+		}
+		if m.Registry != nil {
+			i.RegistryAuth = m.Registry
+			i.RegistryAuth.Password = suanli.SecretMask
+		}
+	}
+	if allowed != "" {
+		i.Allowed = strings.Split(allowed, ",")
+	}
 	for _, f := range []struct {
 		s string
 		v any
 	}{{cmd, &i.Cmd}, {env, &i.Env}, {idx, &i.GPUIndexes}, {rates, &i.Rates}, {tags, &i.Tags}, {guards, &i.Guards},
-		{restart, &i.Restart}, {avoid, &i.AvoidMachines}} {
+		{restart, &i.Restart}, {avoid, &i.AvoidMachines}, {ports, &i.Ports}, {portMap, &i.PortMap}, {vols, &i.Volumes}} {
 		if err := json.Unmarshal([]byte(f.s), f.v); err != nil {
 			return nil, fmt.Errorf("instance %d: %w", i.ID, err)
 		}
@@ -123,12 +166,12 @@ func (s *DB) ApplyPlan(ctx context.Context, p Placement, now time.Time) (*suanli
 		in.CreatedAt, in.UpdatedAt, in.Version = now, now, 1
 		id, err := tx.insert(ctx, `INSERT INTO instances (account_id, machine_id, host_id, label, image, cmd, env, disk_gb, gpu_name, gpu_count,
 			gpu_indexes, cpu_cores, ram_mb, rental_type, bid, rates, simulated, status, status_message, desired, created_at, updated_at, version,
-			project, tags, guards, restart)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			project, tags, guards, restart, ports, template, volumes, secrets, secret_meta, allowed_countries)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			in.AccountID, in.MachineID, in.HostID, in.Label, in.Image, jsonText(in.Cmd), jsonText(in.Env), in.DiskGB, in.GPUName, in.GPUCount,
 			jsonText(in.GPUIndexes), in.CPUCores, p.RAMMB, in.RentalType, int64(in.Bid), jsonText(in.Rates), in.Simulated, in.Status,
 			in.StatusMessage, in.Desired, us(now), us(now), in.Version, in.Project, jsonText(orEmpty(in.Tags)), jsonText(in.Guards),
-			jsonText(in.Restart))
+			jsonText(in.Restart), jsonText(orEmptyInts(in.Ports)), in.Template, jsonText(orEmptyMounts(in.Volumes)), in.Sealed, metaOf(in), strings.Join(in.Allowed, ","))
 		if err != nil {
 			return err
 		}
@@ -187,6 +230,12 @@ func (s *DB) AccountBurn(ctx context.Context, accountID int64) (suanli.Money, er
 	return b, err
 }
 
+// AddInstanceEvent records a note in an instance's history (a workload's
+// progress report) without changing its status.
+func (s *DB) AddInstanceEvent(ctx context.Context, id int64, at time.Time, status, msg string) error {
+	return s.withTx(ctx, func(tx *Tx) error { return tx.addEvent(ctx, id, at, status, msg) })
+}
+
 func (tx *Tx) addEvent(ctx context.Context, instanceID int64, at time.Time, status, msg string) error {
 	_, err := tx.exec(ctx, `INSERT INTO instance_events (instance_id, at, status, message) VALUES (?, ?, ?, ?)`, instanceID, us(at), status, msg)
 	return err
@@ -218,7 +267,8 @@ func (s *DB) UpdateInstance(ctx context.Context, id int64, at, now time.Time, fn
 		if in.Status == old.Status && in.Desired == old.Desired && in.StatusMessage == old.StatusMessage &&
 			equalExit(in.ExitCode, old.ExitCode) && in.Label == old.Label && in.Project == old.Project &&
 			jsonText(in.Tags) == jsonText(old.Tags) && jsonText(in.Guards) == jsonText(old.Guards) &&
-			in.Restarts == old.Restarts && in.RestartPending == old.RestartPending && jsonText(in.Restart) == jsonText(old.Restart) {
+			in.Restarts == old.Restarts && in.RestartPending == old.RestartPending && jsonText(in.Restart) == jsonText(old.Restart) &&
+			jsonText(in.PortMap) == jsonText(old.PortMap) {
 			out = old
 			return nil
 		}
@@ -263,10 +313,10 @@ func (s *DB) UpdateInstance(ctx context.Context, id int64, at, now time.Time, fn
 		}
 		if _, err := tx.exec(ctx, `UPDATE instances SET status = ?, status_message = ?, desired = ?, exit_code = ?, started_at = ?,
 			destroyed_at = ?, updated_at = ?, version = ?, label = ?, project = ?, tags = ?, guards = ?, stopped_at = ?, restart = ?,
-			restarts = ?, restart_pending = ? WHERE id = ?`,
+			restarts = ?, restart_pending = ?, port_map = ? WHERE id = ?`,
 			in.Status, in.StatusMessage, in.Desired, exit, usPtr(in.StartedAt), usPtr(in.DestroyedAt), us(now), in.Version,
 			in.Label, in.Project, jsonText(orEmpty(in.Tags)), jsonText(in.Guards), usPtr(in.StoppedAt), jsonText(in.Restart),
-			in.Restarts, in.RestartPending, id); err != nil {
+			in.Restarts, in.RestartPending, jsonText(orEmptyPorts(in.PortMap)), id); err != nil {
 			return err
 		}
 		if in.Desired != old.Desired || in.Status == suanli.StatusDestroyed && old.Status != suanli.StatusDestroyed {
@@ -278,6 +328,27 @@ func (s *DB) UpdateInstance(ctx context.Context, id int64, at, now time.Time, fn
 		return nil
 	})
 	return out, err
+}
+
+func orEmptyMounts(v []suanli.VolumeMount) []suanli.VolumeMount {
+	if v == nil {
+		return []suanli.VolumeMount{}
+	}
+	return v
+}
+
+func orEmptyInts(v []int) []int {
+	if v == nil {
+		return []int{}
+	}
+	return v
+}
+
+func orEmptyPorts(m map[int]int) map[int]int {
+	if m == nil {
+		return map[int]int{}
+	}
+	return m
 }
 
 func orEmpty(m map[string]string) map[string]string {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 
@@ -90,13 +92,16 @@ func (r *Runtime) create(ctx context.Context, spec suanli.InstanceSpec) error {
 // network, ports and environment.
 func (r *Runtime) createOptions(spec suanli.InstanceSpec, netName string, ports, hostPorts []int, quota bool) client.ContainerCreateOptions {
 	env := []string{"SUANLI_INSTANCE_ID=" + strconv.FormatInt(spec.ID, 10)}
+	if spec.Token != "" {
+		env = append(env, "SUANLI_TOKEN="+spec.Token, "SUANLI_TOKEN_FILE="+TokenFile)
+	}
 	keys := make([]string, 0, len(spec.Env))
 	for k := range spec.Env {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		if k != "SUANLI_INSTANCE_ID" {
+		if k != "SUANLI_INSTANCE_ID" && k != "SUANLI_TOKEN" && k != "SUANLI_TOKEN_FILE" {
 			env = append(env, k+"="+spec.Env[k])
 		}
 	}
@@ -129,6 +134,7 @@ func (r *Runtime) createOptions(spec suanli.InstanceSpec, netName string, ports,
 		NetworkMode:   container.NetworkMode(netName),
 		PortBindings:  bindings,
 		RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyDisabled},
+		Mounts:        r.volumeMounts(spec),
 		LogConfig:     container.LogConfig{Type: "json-file", Config: map[string]string{"max-size": "50m", "max-file": "2"}},
 		Privileged:    false,
 		CapDrop:       []string{"ALL"},
@@ -143,6 +149,13 @@ func (r *Runtime) createOptions(spec suanli.InstanceSpec, netName string, ports,
 	if r.readOnly {
 		hc.ReadonlyRootfs = true
 		hc.Tmpfs = map[string]string{"/tmp": "rw,nosuid,nodev", "/run": "rw,nosuid,nodev"}
+	}
+	if spec.Token != "" {
+		// The token file lives on an anonymous volume of its own: the
+		// archive API can write there even when the root filesystem is
+		// read-only (it cannot write into a tmpfs), and it goes with the
+		// container.
+		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeVolume, Target: path.Dir(TokenFile)})
 	}
 	if spec.CPUCores > 0 {
 		cores := int64(spec.CPUCores)
@@ -415,6 +428,20 @@ func (r *Runtime) removeNetwork(ctx context.Context, id int64) error {
 // requestedPorts parses spec.Env[EnvPorts]: TCP ports, comma- or
 // space-separated, "/tcp" allowed.
 func requestedPorts(spec suanli.InstanceSpec) ([]int, error) {
+	if len(spec.Ports) > 0 {
+		ports := slices.Clone(spec.Ports)
+		slices.Sort(ports)
+		ports = slices.Compact(ports)
+		for _, p := range ports {
+			if p < 1 || p > 65535 {
+				return nil, suanli.FieldErrorf("ports", "%d is not a TCP port (1-65535)", p)
+			}
+		}
+		if len(ports) > maxPorts {
+			return nil, suanli.FieldErrorf("ports", "%d ports asked, at most %d", len(ports), maxPorts)
+		}
+		return ports, nil
+	}
 	v := strings.TrimSpace(spec.Env[EnvPorts])
 	if v == "" {
 		return nil, nil

@@ -1,12 +1,14 @@
 package docker_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"os/exec"
 	"regexp"
 	"runtime"
@@ -20,6 +22,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/agent"
 	"github.com/suanli/suanli/agent/docker"
 	"github.com/suanli/suanli/internal/testreq"
 )
@@ -419,7 +422,7 @@ func TestPull(t *testing.T) {
 func TestIsolation(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	pool := netip.MustParsePrefix("172.31.240.0/20")
+	pool := netip.MustParsePrefix("172.16.240.0/20")
 	r := e.runtime(func(o *docker.Options) { o.SubnetPool = pool.String() })
 	ctx := t.Context()
 	MustEnsure(t, r, e.spec(10))
@@ -620,4 +623,51 @@ func httpGet(tb testing.TB, url string) string {
 	}
 	tb.Fatalf("GET %s: %v", url, last)
 	return ""
+}
+
+// TestVolumeSurvivesDestroy: a volume mounted into an instance keeps what
+// the workload wrote after the instance is destroyed, is mounted again into
+// a new instance, and is wiped and removed on RemoveVolume.
+func TestVolumeSurvivesDestroy(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	r := e.runtime()
+	ctx := t.Context()
+	var _ agent.VolumeManager = r
+	var _ agent.Preflighter = r
+	var _ agent.Execer = r
+	vol := suanli.VolumeSpec{ID: 7000 + int64(os.Getpid()%1000), Name: "data", SizeGB: 1}
+	if err := r.EnsureVolume(ctx, vol); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.RemoveVolume(context.Background(), vol.ID) })
+	spec := e.spec(31)
+	spec.Volumes = []suanli.VolumeMount{{Name: "data", Path: "/data", ID: vol.ID}}
+	MustEnsure(t, r, spec)
+	if code, _ := execOut(t, r, 31, "/t", "write", "/data/kept.txt", "survives"); code != 0 {
+		t.Fatalf("write to the volume exited %d", code)
+	}
+	if err := r.Remove(ctx, 31); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := r.Volumes(ctx)
+	if err != nil || !slices.Contains(ids, vol.ID) {
+		t.Fatalf("Volumes after destroy = %v, %v: the volume must survive its instance", ids, err)
+	}
+	spec2 := e.spec(32)
+	spec2.Volumes = spec.Volumes
+	MustEnsure(t, r, spec2)
+	if code, out := execOut(t, r, 32, "/t", "cat", "/data/kept.txt"); code != 0 || out != "survives" {
+		t.Fatalf("second instance reads %d %q", code, out)
+	}
+	if err := r.Remove(ctx, 32); err != nil {
+		t.Fatal(err)
+	}
+	how, err := r.RemoveVolume(ctx, vol.ID)
+	if err != nil || how == "" {
+		t.Fatalf("RemoveVolume: %q %v", how, err)
+	}
+	if ids, _ := r.Volumes(ctx); slices.Contains(ids, vol.ID) {
+		t.Errorf("volume still listed after RemoveVolume")
+	}
 }

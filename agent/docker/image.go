@@ -2,6 +2,8 @@ package docker
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -11,6 +13,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/jsonstream"
+	"github.com/moby/moby/api/types/registry"
 	"github.com/moby/moby/client"
 
 	"github.com/suanli/suanli"
@@ -144,7 +147,7 @@ func (r *Runtime) pull(ctx context.Context, spec suanli.InstanceSpec) error {
 		r.mu.Unlock()
 	}()
 	r.log.Info("image pull started", "instance_id", spec.ID, "image", spec.Image)
-	resp, err := r.cli.ImagePull(ctx, spec.Image, client.ImagePullOptions{})
+	resp, err := r.cli.ImagePull(ctx, spec.Image, client.ImagePullOptions{RegistryAuth: registryAuth(spec.RegistryAuth)})
 	if err != nil {
 		return r.unpullable(spec.Image, err)
 	}
@@ -312,4 +315,14 @@ func normalizeArch(a string) string {
 		return "arm"
 	}
 	return a
+}
+
+// registryAuth encodes a private registry's credential for the daemon's
+// pull (base64url JSON, as the Engine API wants); "" when there is none.
+func registryAuth(a *suanli.RegistryAuth) string {
+	if a == nil {
+		return ""
+	}
+	b, _ := json.Marshal(registry.AuthConfig{Username: a.Username, Password: a.Password, ServerAddress: a.Server})
+	return base64.URLEncoding.EncodeToString(b)
 }

@@ -80,10 +80,12 @@ type Options struct {
 	// ReadOnlyRootfs mounts each instance's root filesystem read-only, with
 	// tmpfs on /tmp and /run.
 	ReadOnlyRootfs bool
-	// SubnetPool, when set ("172.31.240.0/20"), is where each instance's
+	// SubnetPool, when set ("172.16.0.0/16"), is where each instance's
 	// private network takes a /28 (11 addresses), instead of the daemon's
 	// default-address-pools, which hold about 30 networks unless widened
-	// in daemon.json. It must not overlap the host's own networks.
+	// in daemon.json. It must overlap neither the host's own networks nor
+	// Docker's default pools (172.17.0.0/16 to 172.31.0.0/16 and
+	// 192.168.0.0/16), which other networks on the daemon take from.
 	SubnetPool string
 	// BlockHostAccess drops new connections from instances to the host's
 	// own addresses (where the agent and the provider's services listen),
@@ -207,7 +209,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		p, err := netip.ParsePrefix(opts.SubnetPool)
 		if err != nil || !p.Addr().Is4() || p.Bits() > subnetBits {
 			cli.Close()
-			return nil, suanli.Errorf(suanli.EINVALID, "subnet pool %q: want an IPv4 prefix of /%d or wider, like 172.31.240.0/20", opts.SubnetPool, subnetBits)
+			return nil, suanli.Errorf(suanli.EINVALID, "subnet pool %q: want an IPv4 prefix of /%d or wider, like 172.16.0.0/16", opts.SubnetPool, subnetBits)
 		}
 		r.pool = p.Masked()
 	}
@@ -402,12 +404,18 @@ func (r *Runtime) Ensure(ctx context.Context, spec suanli.InstanceSpec) error {
 				return nil // the workload ended by itself: stays exited until stopped, then started
 			}
 		}
-		st.Stopped = false
+		st.Stopped, st.StartAsked = false, r.now()
 		if err := r.saveState(spec.ID, st); err != nil {
 			return err
 		}
 		if err := r.start(ctx, spec, c); err != nil {
 			return err
+		}
+		if spec.Token != "" {
+			// Once it runs, its token volume is mounted and writable.
+			if err := r.copyToken(ctx, c.ID, spec.Token); err != nil {
+				r.log.Warn("write instance token", "instance_id", spec.ID, "err", err)
+			}
 		}
 		r.follow(spec.ID, c.ID)
 		r.log.Info("instance started", "instance_id", spec.ID, "container", shortID(c.ID))
@@ -540,8 +548,9 @@ func (r *Runtime) report(ctx context.Context, id int64, c *container.InspectResp
 		if c.State.Paused {
 			parts = append(parts, "paused")
 		}
-		if p := formatPorts(portsOf(c)); p != "" {
-			parts = append(parts, "ports "+p)
+		if ports := portsOf(c); len(ports) > 0 {
+			rep.Ports = ports
+			parts = append(parts, "ports "+formatPorts(ports))
 		}
 		if _, ok := c.HostConfig.StorageOpt["size"]; !ok && c.Config.Labels[labelDiskGB] != "" {
 			parts = append(parts, fmt.Sprintf("disk %s GB not enforced by storage driver %s", c.Config.Labels[labelDiskGB], r.storageDriver))
@@ -552,7 +561,10 @@ func (r *Runtime) report(ctx context.Context, id int64, c *container.InspectResp
 		rep.Status = suanli.StatusStopped
 		rep.Message = "created, not started"
 	case container.StateExited:
-		if st.Stopped {
+		finished, _ := time.Parse(time.RFC3339Nano, c.State.FinishedAt)
+		if st.Stopped || (!st.StartAsked.IsZero() && !finished.IsZero() && finished.Before(st.StartAsked)) {
+			// Stopped by us; or an inspection older than the start that
+			// followed it (this Status raced Ensure): not a new exit.
 			rep.Status = suanli.StatusStopped
 			rep.EndedAt = ended
 			break

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 )
 
 // instanceState is what the runtime must remember about an instance beyond
@@ -16,6 +17,10 @@ import (
 // network namespace whose counters start at zero).
 type instanceState struct {
 	Stopped bool `json:"stopped"`
+	// StartAsked is when this runtime last started the container. A
+	// container inspected as exited with an end before it (a Status that
+	// raced a start) is not reported as a new exit.
+	StartAsked time.Time `json:"start_asked,omitzero"`
 
 	RunStartedAt string `json:"run_started_at,omitempty"` // the run the Last counters belong to
 	TxBase       uint64 `json:"tx_base"`                  // bytes of earlier runs

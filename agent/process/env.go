@@ -14,11 +14,13 @@ import (
 
 // instanceEnv is the command's environment: a default PATH, HOME set to the
 // work directory, the spec's variables, then SUANLI_INSTANCE_ID,
-// SUANLI_GPU_INDEXES and CUDA_VISIBLE_DEVICES, which the spec cannot
-// override. CUDA_VISIBLE_DEVICES names the instance's real GPUs by UUID (or
-// index) and is empty when it has none, so that a CPU-only or simulated
-// rental on a GPU machine sees no GPU.
-func instanceEnv(spec suanli.InstanceSpec, home string) ([]string, error) {
+// SUANLI_GPU_INDEXES, CUDA_VISIBLE_DEVICES and (when the spec has a token)
+// SUANLI_TOKEN and SUANLI_TOKEN_FILE, which the spec cannot override.
+// CUDA_VISIBLE_DEVICES names the instance's real GPUs by UUID (or index)
+// and is empty when it has none, so that a CPU-only or simulated rental on
+// a GPU machine sees no GPU. SUANLI_TOKEN is the instance token at start;
+// the file tokenFile names always holds the current one.
+func instanceEnv(spec suanli.InstanceSpec, home, tokenFile string) ([]string, error) {
 	env := map[string]string{"PATH": defaultPATH, "HOME": home}
 	for k, v := range spec.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
@@ -27,6 +29,9 @@ func instanceEnv(spec suanli.InstanceSpec, home string) ([]string, error) {
 		env[k] = v
 	}
 	env["SUANLI_INSTANCE_ID"] = strconv.FormatInt(spec.ID, 10)
+	if spec.Token != "" {
+		env["SUANLI_TOKEN"], env["SUANLI_TOKEN_FILE"] = spec.Token, tokenFile
+	}
 	idx := make([]string, len(spec.GPUIndexes))
 	for i, n := range spec.GPUIndexes {
 		idx[i] = strconv.Itoa(n)
@@ -88,4 +93,24 @@ func removeAll(dir string) error {
 		return nil
 	})
 	return os.RemoveAll(dir)
+}
+
+// writeToken replaces the token file atomically (mode 0600).
+func writeToken(path, token string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".token.tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.WriteString(token + "\n"); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
 }

@@ -32,7 +32,7 @@ func (r *Runtime) Exec(ctx context.Context, id int64, cmd []string, stdin io.Rea
 	spec, dir := inst.spec, inst.dir
 	r.mu.Unlock()
 	work := filepath.Join(dir, "work")
-	env, err := instanceEnv(spec, work)
+	env, err := instanceEnv(spec, work, r.tokenPath(spec.ID))
 	if err != nil {
 		return -1, err
 	}
@@ -66,7 +66,7 @@ func (r *Runtime) Preflight(ctx context.Context, spec suanli.InstanceSpec) error
 	if len(spec.Cmd) == 0 {
 		return suanli.Errorf(suanli.EINVALID, "the process runtime needs a command: pass one after -- (suanli create OFFER --image IMAGE -- CMD ARGS…)")
 	}
-	env, err := instanceEnv(spec, r.dir)
+	env, err := instanceEnv(spec, r.dir, r.tokenPath(spec.ID))
 	if err != nil {
 		return err
 	}

@@ -265,6 +265,24 @@ func (r *Runtime) ReadLog(ctx context.Context, id int64, offset int64, max int) 
 	return buf[:got], nil
 }
 
+// tokenPath is where instance id's token file lives (SUANLI_TOKEN_FILE):
+// beside its work directory, removed with it.
+func (r *Runtime) tokenPath(id int64) string {
+	return filepath.Join(r.dir, "instances", strconv.FormatInt(id, 10), "token")
+}
+
+// WriteToken replaces instance id's token file (agent.TokenWriter), so a
+// running workload reads a fresh token without a restart. It does nothing
+// for an instance this runtime does not hold yet (its start writes it).
+func (r *Runtime) WriteToken(ctx context.Context, id int64, token string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.insts[id] == nil {
+		return fmt.Errorf("instance %d: not created yet", id)
+	}
+	return writeToken(r.tokenPath(id), token)
+}
+
 // instanceLocked returns the instance for spec, creating its directory on
 // first use, and saves spec as its latest.
 func (r *Runtime) instanceLocked(spec suanli.InstanceSpec) (*instance, error) {
@@ -298,10 +316,20 @@ func (r *Runtime) startLocked(inst *instance) error {
 		return fail(suanli.Errorf(suanli.EINVALID,
 			"instance %d: the process runtime needs a command: pass one after -- (suanli create OFFER --image IMAGE -- CMD ARGS…)", spec.ID))
 	}
-	env, err := instanceEnv(spec, filepath.Join(inst.dir, "work"))
+	env, err := instanceEnv(spec, filepath.Join(inst.dir, "work"), r.tokenPath(spec.ID))
 	if err != nil {
 		return fail(err)
 	}
+	if spec.Token != "" {
+		if err := writeToken(r.tokenPath(spec.ID), spec.Token); err != nil {
+			return fail(fmt.Errorf("instance %d: write token: %w", spec.ID, err))
+		}
+	}
+	volEnv, err := r.mountVolumes(spec, filepath.Join(inst.dir, "work"))
+	if err != nil {
+		return fail(err)
+	}
+	env = append(env, volEnv...)
 	path, err := lookPath(spec.Cmd[0], envValue(env, "PATH"))
 	if err != nil {
 		return fail(suanli.Errorf(suanli.EINVALID, "instance %d: %v", spec.ID, err))

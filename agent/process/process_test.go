@@ -542,3 +542,45 @@ func TestExecAndPreflight(t *testing.T) {
 		t.Errorf("Preflight of sh: %v", err)
 	}
 }
+
+func TestVolumesSurviveAndWipe(t *testing.T) {
+	r, dir := newRuntime(t)
+	ctx := t.Context()
+	if err := r.EnsureVolume(ctx, suanli.VolumeSpec{ID: 9, Name: "data", SizeGB: 1}); err != nil {
+		t.Fatal(err)
+	}
+	spec := shSpec(51, `echo kept > data/file; echo "$SUANLI_VOLUME_DATA" > where; sleep 30`)
+	spec.Volumes = []suanli.VolumeMount{{Name: "data", Path: "/data", ID: 9}}
+	if err := r.Ensure(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, r, 51, suanli.StatusRunning)
+	file := filepath.Join(dir, "volumes", "9", "file")
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if b, err := os.ReadFile(file); err == nil && string(b) == "kept\n" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the workload's write to /data did not reach the volume")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := r.Remove(ctx, 51); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(file); err != nil || string(b) != "kept\n" {
+		t.Fatalf("volume lost with its instance: %q %v", b, err)
+	}
+	ids, _ := r.Volumes(ctx)
+	if len(ids) != 1 || ids[0] != 9 {
+		t.Fatalf("Volumes = %v", ids)
+	}
+	how, err := r.RemoveVolume(ctx, 9)
+	if err != nil || !strings.Contains(how, "overwrote 1 files (5 bytes)") {
+		t.Fatalf("RemoveVolume: %q %v", how, err)
+	}
+	if _, err := os.Stat(file); !os.IsNotExist(err) {
+		t.Errorf("volume file still there: %v", err)
+	}
+}

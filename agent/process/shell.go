@@ -26,6 +26,6 @@ func (r *Runtime) Shell(ctx context.Context, id int64) (dir string, env []string
 		return "", nil, suanli.Errorf(suanli.ECONFLICT, "instance %d is %s: start it first (`suanli start %d`)", id, inst.st.Status, id)
 	}
 	dir = filepath.Join(inst.dir, "work")
-	env, err = instanceEnv(inst.spec, dir)
+	env, err = instanceEnv(inst.spec, dir, r.tokenPath(id))
 	return dir, env, err
 }

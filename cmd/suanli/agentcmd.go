@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -37,6 +38,13 @@ type agentConfig struct {
 	CAFile        string
 	CAFingerprint string
 	caPEM         []byte
+	// BlockHost is "auto" (on when root with iptables), "on" or "off":
+	// whether Docker instances are kept from reaching the host's ports.
+	BlockHost string
+	// SubnetPool is where Docker instance networks take a /28 each.
+	SubnetPool string
+	// DockerNamespace separates agents sharing one Docker daemon.
+	DockerNamespace string
 	// FenceAfter stops billed workloads after this long without reaching
 	// the control plane (its lost_after minus a margin), so a rental the
 	// control plane gave up on never runs twice.
@@ -50,6 +58,9 @@ func (c *agentConfig) flags(cmd *cobra.Command) {
 	f.StringVar(&c.DataDir, "data-dir", "", "where the agent keeps instance data (default HOME/agent)")
 	f.StringVar(&c.SSHAddr, "ssh-addr", os.Getenv("SUANLI_SSH_ADDR"), "where the SSH endpoint for renters listens (HOST:PORT; port 0 picks a free one; off: no SSH); default :2222 for agent, 127.0.0.1:0 for up; env SUANLI_SSH_ADDR")
 	f.StringVar(&c.SSHAdvertise, "ssh-advertise", os.Getenv("SUANLI_SSH_ADVERTISE"), "host or IP renters reach the SSH endpoint at (default: the address the control plane sees this agent at); env SUANLI_SSH_ADVERTISE")
+	f.StringVar(&c.BlockHost, "block-host-access", "auto", "keep Docker instances from reaching this host's own ports: auto (when root with iptables), on, off")
+	f.StringVar(&c.DockerNamespace, "docker-namespace", "", "name prefix for this agent's containers, networks and volumes, when several agents share one Docker daemon")
+	f.StringVar(&c.SubnetPool, "subnet-pool", "", "CIDR where each Docker instance network takes a /28 (default: the daemon's pools, about 30 networks)")
 	f.DurationVar(&c.FenceAfter, "fence-after", 100*time.Second, "stop running instances after this long without the control plane (its lost-after minus a margin; 0 disables)")
 	cmd.RegisterFlagCompletionFunc("runtime", cobra.FixedCompletions([]string{"auto", "docker", "process"}, cobra.ShellCompDirectiveNoFileComp))
 }
@@ -81,14 +92,25 @@ func detect(ctx context.Context, c agentConfig, dataDir string) (suanli.Hardware
 }
 
 func newRuntime(ctx context.Context, c agentConfig, dataDir string, logger *slog.Logger) (agent.Runtime, error) {
+	dockerOpts := func() docker.Options {
+		o := docker.Options{DataDir: filepath.Join(dataDir, "docker"), Logger: logger, SubnetPool: c.SubnetPool, Namespace: c.DockerNamespace}
+		switch c.BlockHost {
+		case "on":
+			o.BlockHostAccess = true
+		case "auto":
+			_, err := exec.LookPath("iptables")
+			o.BlockHostAccess = os.Geteuid() == 0 && err == nil
+		}
+		return o
+	}
 	switch c.Runtime {
 	case "process":
 		return process.New(dataDir, logger), nil
 	case "docker":
-		return docker.New(ctx, docker.Options{DataDir: dataDir, Logger: logger})
+		return docker.New(ctx, dockerOpts())
 	case "auto", "":
 		if docker.Available(ctx) {
-			return docker.New(ctx, docker.Options{DataDir: dataDir, Logger: logger})
+			return docker.New(ctx, dockerOpts())
 		}
 		return process.New(dataDir, logger), nil
 	}
@@ -155,7 +177,13 @@ func startAgent(ctx context.Context, c agentConfig, server, stateFile string, jo
 		return nil, nil, nil, err
 	}
 	done := make(chan error, 1)
-	go func() { done <- ag.Run(ctx) }()
+	go func() {
+		err := ag.Run(ctx)
+		if cl, ok := rt.(interface{ Close() error }); ok {
+			cl.Close()
+		}
+		done <- err
+	}()
 	logger.Info("agent started", "machine_id", st.MachineID, "runtime", rt.Name(), "gpus", len(hw.GPUs), "server", server)
 	return done, &st, agent.NewCollector(rt, cfg.GPUSampler), nil
 }

@@ -131,6 +131,6 @@ instances in its first week.`, suanli.AccountQuota.GPUs, suanli.AccountQuota.Ins
 	}
 	quota.Flags().IntVar(&q.GPUs, "gpus", 0, "GPUs at once")
 	quota.Flags().IntVar(&q.Instances, "instances", 0, "instances at once")
-	cmd.AddCommand(credit, quota)
+	cmd.AddCommand(credit, quota, newAdminAccountsCmd(a))
 	return cmd
 }

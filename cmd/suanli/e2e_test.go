@@ -294,6 +294,27 @@ func TestEndToEnd(t *testing.T) {
 		t.Errorf("instance directory still exists after destroy (stat err %v)", err)
 	}
 
+	// Destroying a running instance stops it gracefully first, and the
+	// log's tail (its goodbye) still reaches the control plane.
+	var bye suanli.Instance
+	m.mustJSON(&bye, "create", fmt.Sprint(offer.ID), "--image", "busybox", "--gpus", "1",
+		"--", "sh", "-c", `trap 'echo goodbye; exit 0' TERM; echo hi; while true; do sleep 0.1; done`)
+	waitStatus(t, m, fmt.Sprint(bye.ID), suanli.StatusRunning, 20*time.Second)
+	if _, err := m.run("destroy", fmt.Sprint(bye.ID)); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(15 * time.Second)
+	for {
+		out, _ := m.run("logs", fmt.Sprint(bye.ID))
+		if strings.Contains(out, "goodbye") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("logs after destroy = %q, want the workload's goodbye", out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
 	// One /metrics serves the control plane and the local agent.
 	resp, err := http.Get(m.url + "/metrics")
 	if err != nil {

@@ -32,6 +32,7 @@ type app struct {
 	home   string
 	server string
 	apiKey string
+	team   string
 	json   bool
 	caFile string // a CA certificate to pin for an HTTPS server (--ca-file)
 }
@@ -99,6 +100,10 @@ func (a *app) client() *shttp.Client {
 		server = "http://" + DefaultAddr
 	}
 	cl := shttp.NewClient(server, key)
+	cl.Team = os.Getenv("SUANLI_TEAM")
+	if a.team != "" {
+		cl.Team = a.team
+	}
 	a.pinCA(cl, c.CAPEM)
 	return cl
 }
@@ -139,15 +144,17 @@ Client commands find the server and API key in $SUANLI_HOME/config.json
 	root.PersistentFlags().StringVar(&a.home, "home", defaultHome(), "Suanli home directory (data, config); env SUANLI_HOME")
 	root.PersistentFlags().StringVar(&a.server, "server", "", "server URL (default from config, SUANLI_SERVER, or http://"+DefaultAddr+")")
 	root.PersistentFlags().StringVar(&a.apiKey, "api-key", "", "API key (default from config or SUANLI_API_KEY)")
+	root.PersistentFlags().StringVar(&a.team, "team", "", "act on this team (id or name) with your role in it; env SUANLI_TEAM")
 	root.PersistentFlags().StringVar(&a.caFile, "ca-file", os.Getenv("SUANLI_CA_FILE"), "CA certificate to trust for an HTTPS server (default: the CA pinned in the config); env SUANLI_CA_FILE")
 	root.AddGroup(&cobra.Group{ID: "run", Title: "Run Suanli:"}, &cobra.Group{ID: "rent", Title: "Rent:"},
-		&cobra.Group{ID: "host", Title: "Provide:"}, &cobra.Group{ID: "money", Title: "Pay:"})
+		&cobra.Group{ID: "host", Title: "Provide:"}, &cobra.Group{ID: "money", Title: "Pay:"},
+		&cobra.Group{ID: "access", Title: "Access and audit:"})
 	for _, c := range []*cobra.Command{newUpCmd(a), newServerCmd(a), newAgentCmd(a)} {
 		c.GroupID = "run"
 		root.AddCommand(c)
 	}
 	for _, c := range []*cobra.Command{newSearchCmd(a), newQuoteCmd(a), newCreateCmd(a), newLsCmd(a), newShowCmd(a), newLogsCmd(a),
-		newStateCmd(a, "stop"), newStateCmd(a, "start"), newStateCmd(a, "destroy"), newExecCmd(a), newTopCmd(a),
+		newStateCmd(a, "stop"), newStateCmd(a, "start"), newStateCmd(a, "destroy"), newExecCmd(a), newTopCmd(a), newTemplatesCmd(a), newVolumeCmd(a),
 		newSSHCmd(a), newSSHKeysCmd(a), newAllowlistCmd(a)} {
 		c.GroupID = "rent"
 		root.AddCommand(c)
@@ -158,6 +165,10 @@ Client commands find the server and API key in $SUANLI_HOME/config.json
 	}
 	for _, c := range []*cobra.Command{newBillingCmd(a), newBudgetCmd(a), newCostCmd(a), newAdminCmd(a)} {
 		c.GroupID = "money"
+		root.AddCommand(c)
+	}
+	for _, c := range []*cobra.Command{newKeysCmd(a), newAuthCmd(a), newTeamsCmd(a), newAccountCmd(a), newAuditCmd(a), newProgressCmd(a)} {
+		c.GroupID = "access"
 		root.AddCommand(c)
 	}
 	root.AddGroup(&cobra.Group{ID: "advise", Title: "Advise:"})
@@ -205,6 +216,8 @@ func exitCode(err error) int {
 		return 6
 	case suanli.EUNAVAILABLE:
 		return 7
+	case suanli.ERATELIMITED:
+		return 8
 	}
 	return 1
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -118,12 +119,13 @@ func rentableText(o *suanli.Offer) string {
 
 func newCreateCmd(a *app) *cobra.Command {
 	var c suanli.InstanceCreate
-	var env []string
-	var bid string
-	var jsonOut, dryRun bool
+	var env, secretEnv, allowed []string
+	var bid, regUser, regServer string
+	var jsonOut, dryRun, wait bool
 	var g guardFlags
+	var mounts []string
 	cmd := &cobra.Command{
-		Use:   "create OFFER --image IMAGE [flags] [-- CMD ARGS...]",
+		Use:   "create OFFER (--image IMAGE | --template NAME) [flags] [-- CMD ARGS...]",
 		Short: "Rent an offer and run an image (and command) on it",
 		Long: `Rent an offer from 'suanli search' and run IMAGE on it. Everything after
 -- is the command. By default you rent every free GPU of the offer,
@@ -164,6 +166,34 @@ it 8 hours after it starts, --stop-window "Mon-Fri 22:00-06:00" for nights.
 				}
 				c.Env[k] = v
 			}
+			for _, kv := range secretEnv {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok {
+					// KEY alone: take the value from this shell, so that it
+					// stays out of the command line and the shell history.
+					v, ok = os.LookupEnv(k)
+					if !ok {
+						return suanli.FieldErrorf("secret-env", "%s: write KEY=VALUE, or export %s and give KEY alone", kv, kv)
+					}
+				}
+				if k == "" {
+					return suanli.FieldErrorf("secret-env", "%q: write KEY=VALUE", kv)
+				}
+				if c.SecretEnv == nil {
+					c.SecretEnv = map[string]string{}
+				}
+				c.SecretEnv[k] = v
+			}
+			if regUser != "" {
+				pw := os.Getenv("SUANLI_REGISTRY_PASSWORD")
+				if pw == "" {
+					return suanli.FieldErrorf("registry-user", "set SUANLI_REGISTRY_PASSWORD to the registry password or token (it is not taken on the command line)")
+				}
+				c.RegistryAuth = &suanli.RegistryAuth{Server: regServer, Username: regUser, Password: pw}
+			}
+			for _, v := range allowed {
+				c.AllowedCountries = append(c.AllowedCountries, strings.Split(v, ",")...)
+			}
 			if bid != "" {
 				m, err := suanli.ParseMoney(bid)
 				if err != nil {
@@ -172,6 +202,9 @@ it 8 hours after it starts, --stop-window "Mon-Fri 22:00-06:00" for nights.
 				c.Bid = &m
 			}
 			if err := g.apply(&c); err != nil {
+				return err
+			}
+			if c.Volumes, err = parseMounts(mounts); err != nil {
 				return err
 			}
 			if dryRun {
@@ -195,20 +228,33 @@ it 8 hours after it starts, --stop-window "Mon-Fri 22:00-06:00" for nights.
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "instance %d created on machine %d: %s, %s/h compute + %s/h disk (%d GB)\n", in.ID, in.MachineID,
 				in.RentalType+bidText(in), in.Rates.ComputePerHour.Decimal(), in.Rates.StoragePerHour(in.DiskGB).Decimal(), in.DiskGB)
+			if wait {
+				if err := waitRunning(cmd, a, in.ID); err != nil {
+					return err
+				}
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "next: suanli show %d   suanli logs %d -f   suanli destroy %d\n", in.ID, in.ID, in.ID)
 			return nil
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&c.Image, "image", "", "Docker image to run (required)")
+	f.StringVar(&c.Image, "image", "", "Docker image to run (required unless --template gives one)")
+	f.StringVar(&c.Template, "template", "", "a preset with image, disk, ports and command (suanli templates)")
+	f.StringArrayVarP(&mounts, "volume", "v", nil, "attach a volume of the same machine: NAME:/path (repeatable)")
+	f.IntSliceVarP(&c.Ports, "port", "p", nil, "container TCP port to publish (repeatable); the host port is in show and in SUANLI_TCP_PORT_<n>")
 	f.Int64Var(&c.DiskGB, "disk", suanli.DefaultDiskGB, "disk size in GB")
 	f.IntVar(&c.GPUCount, "gpus", 0, "GPUs to rent (default: every free GPU of the offer)")
 	f.IntVar(&c.CPUCores, "cpus", 0, "CPU cores to rent on a CPU-only offer (default: all free)")
 	f.StringArrayVar(&env, "env", nil, "environment variable KEY=VALUE (repeatable)")
+	f.StringArrayVar(&secretEnv, "secret-env", nil, "secret environment variable KEY=VALUE, or KEY to take it from this shell: stored encrypted, shown as ***, given to the host's agent only (repeatable)")
+	f.StringVar(&regUser, "registry-user", "", "pull a private image as this user; the password or token comes from SUANLI_REGISTRY_PASSWORD (stored encrypted)")
+	f.StringVar(&regServer, "registry-server", "", "the private registry's address (default: the image's)")
+	f.StringSliceVar(&allowed, "allowed-countries", nil, "run only in these countries or regions (DE,FR or eu-west), on top of your account's restriction")
 	f.StringVar(&c.Label, "label", "", "a label to recognise the instance")
 	f.StringVar(&bid, "bid", "", "rent interruptible at this price per hour for the whole instance (e.g. 0.25)")
 	f.BoolVar(&jsonOut, "json", false, "print the new instance as JSON")
 	f.BoolVar(&dryRun, "dry-run", false, "print the itemized quote and pre-flight checks; rent nothing")
+	f.BoolVar(&wait, "wait", false, "wait until it runs, printing progress (image pull, start)")
 	g.register(cmd)
 	return cmd
 }
@@ -299,6 +345,30 @@ func newShowCmd(a *app) *cobra.Command {
 				row("command", strings.Join(in.Cmd, " "))
 			}
 			row("disk", fmt.Sprintf("%d GB", in.DiskGB))
+			if len(in.SecretEnv) > 0 {
+				var names []string
+				for k := range in.SecretEnv {
+					names = append(names, k+"="+suanli.SecretMask)
+				}
+				slices.Sort(names)
+				row("secret env", strings.Join(names, " "))
+			}
+			if in.RegistryAuth != nil {
+				row("registry", in.RegistryAuth.Username+"@"+orDefault(in.RegistryAuth.Server, "the image's registry")+" (password "+suanli.SecretMask+")")
+			}
+			if len(in.Allowed) > 0 {
+				row("may run in", strings.Join(in.Allowed, ", "))
+			}
+			for _, v := range in.Volumes {
+				row("volume", fmt.Sprintf("%s at %s", v.Name, v.Path))
+			}
+			for _, p := range in.Ports {
+				if hp, ok := in.PortMap[p]; ok {
+					row("port", fmt.Sprintf("%d/tcp → host port %d", p, hp))
+				} else {
+					row("port", fmt.Sprintf("%d/tcp (not mapped yet)", p))
+				}
+			}
 			row("rates", fmt.Sprintf("%s/h compute, %s/GB-month disk (%s/h, also while stopped), %s/GB out, %s/GB in",
 				in.Rates.ComputePerHour.Decimal(), in.Rates.StoragePerMonth.Decimal(), in.Rates.StoragePerHour(in.DiskGB).Decimal(),
 				in.Rates.InetUpPerGB.Decimal(), in.Rates.InetDownPerGB.Decimal()))
@@ -465,4 +535,64 @@ func orDefaultInt(n, def int) int {
 		return def
 	}
 	return n
+}
+
+func newTemplatesCmd(a *app) *cobra.Command {
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "templates",
+		Short: "Presets for create: image, recommended disk, ports and start command",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if jsonOut {
+				return a.printJSON(cmd, suanli.Templates)
+			}
+			t := table(cmd.OutOrStdout())
+			fmt.Fprintln(t, "NAME\tIMAGE\tDISK\tPORTS\tGPU\tDESCRIPTION")
+			for _, tp := range suanli.Templates {
+				gpu := "-"
+				if tp.NeedsGPU {
+					gpu = "yes"
+				}
+				fmt.Fprintf(t, "%s\t%s\t%d GB\t%v\t%s\t%s\n", tp.Name, tp.Image, tp.DiskGB, tp.Ports, gpu, tp.Description)
+			}
+			t.Flush()
+			fmt.Fprintln(cmd.OutOrStdout(), "\nuse: suanli create OFFER --template NAME [--disk GB] [-- CMD]")
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
+	return cmd
+}
+
+// waitRunning follows an instance until it runs (or fails), printing each
+// status and message change: image pull progress, start, failures.
+func waitRunning(cmd *cobra.Command, a *app, id int64) error {
+	c := a.client()
+	last := ""
+	for {
+		in, err := c.FindInstanceByID(cmd.Context(), id)
+		if err != nil {
+			return err
+		}
+		line := in.Status
+		if in.StatusMessage != "" {
+			line += ": " + in.StatusMessage
+		}
+		if line != last {
+			fmt.Fprintf(cmd.ErrOrStderr(), "  %s  %s\n", time.Now().Format(time.TimeOnly), line)
+			last = line
+		}
+		switch in.Status {
+		case suanli.StatusRunning:
+			return nil
+		case suanli.StatusFailed, suanli.StatusExited, suanli.StatusDestroyed, suanli.StatusLost:
+			return suanli.Errorf(suanli.ECONFLICT, "instance %d is %s: %s", id, in.Status, in.StatusMessage)
+		}
+		select {
+		case <-cmd.Context().Done():
+			return nil
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
 }

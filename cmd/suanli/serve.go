@@ -17,8 +17,11 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/audit"
+	"github.com/suanli/suanli/auth"
 	"github.com/suanli/suanli/auth/sshca"
 	"github.com/suanli/suanli/auth/tlsca"
+	"github.com/suanli/suanli/console"
 	"github.com/suanli/suanli/control"
 	shttp "github.com/suanli/suanli/http"
 	"github.com/suanli/suanli/sqlstore"
@@ -36,9 +39,11 @@ type serverConfig struct {
 	LostAfter      time.Duration
 	FailoverGrace  time.Duration
 	Settle         time.Duration
-	TLS            string   // "off" or "auto" (a private CA and server certificate in HOME/tls)
-	TLSHosts       []string // extra names for the server certificate
-	SSHCAKey       string   // the SSH CA's key file; default HOME/ssh_ca_ed25519
+	AuditRetention string        // "186d"
+	AuditEvery     time.Duration // between audit checkpoints
+	TLS            string        // "off" or "auto" (a private CA and server certificate in HOME/tls)
+	TLSHosts       []string      // extra names for the server certificate
+	SSHCAKey       string        // the SSH CA's key file; default HOME/ssh_ca_ed25519
 }
 
 func (c *serverConfig) flags(cmd *cobra.Command) {
@@ -53,6 +58,8 @@ func (c *serverConfig) flags(cmd *cobra.Command) {
 	f.DurationVar(&c.LostAfter, "lost-after", 2*time.Minute, "silence after which a host's instances are lost")
 	f.DurationVar(&c.FailoverGrace, "failover-grace", 5*time.Minute, "after a start of the control plane, no host is declared lost before this (at least --lost-after)")
 	f.DurationVar(&c.Settle, "settle-every", 10*time.Second, "how often meters are settled into the ledger")
+	f.StringVar(&c.AuditRetention, "audit-retention", envOr("SUANLI_AUDIT_RETENTION", "186d"), "how long audit entries are kept (six calendar months by default); env SUANLI_AUDIT_RETENTION")
+	f.DurationVar(&c.AuditEvery, "audit-checkpoint-every", 30*time.Second, "how often the audit log's head is signed (at most 60s)")
 	f.StringVar(&c.TLS, "tls", envOr("SUANLI_TLS", "off"), "serve HTTPS: auto creates a CA and a server certificate in HOME/tls (clients and agents pin the CA); off serves HTTP; env SUANLI_TLS")
 	f.StringSliceVar(&c.TLSHosts, "tls-hosts", nil, "extra DNS names or IPs for the server certificate (localhost, 127.0.0.1, the hostname and the listen host are always in)")
 	f.StringVar(&c.SSHCAKey, "ssh-ca-key", os.Getenv("SUANLI_SSH_CA_KEY"), "the SSH certificate authority's key, created on first start (default HOME/ssh_ca_ed25519; replicas must share it); env SUANLI_SSH_CA_KEY")
@@ -141,11 +148,31 @@ func startControlPlane(ctx context.Context, a *app, c serverConfig, logger *slog
 	if err != nil {
 		return nil, err
 	}
-	cfg.FeeBasisPoints, cfg.AllowSimulated = fee, c.AllowSimulated
+	retention, err := parseLifetime(c.AuditRetention)
+	if err != nil || retention < 24*time.Hour {
+		return nil, suanli.FieldErrorf("audit-retention", "%q: give at least one day, e.g. 186d", c.AuditRetention)
+	}
+	if c.AuditEvery <= 0 || c.AuditEvery > time.Minute {
+		return nil, suanli.FieldErrorf("audit-checkpoint-every", "%s: between 1s and 60s", c.AuditEvery)
+	}
+	// The server's own keys live in its home, readable by it alone:
+	// secret.key seals secrets at rest and signs instance tokens; audit.key
+	// signs audit checkpoints. Both are made on first start.
+	secretKey, err := auth.LoadOrCreateKey(filepath.Join(a.home, "secret.key"))
+	if err != nil {
+		return nil, err
+	}
+	auditKey, err := audit.LoadOrCreateKey(filepath.Join(a.home, "audit.key"))
+	if err != nil {
+		return nil, err
+	}
 	store, err := sqlstore.Open(ctx, dsn)
 	if err != nil {
 		return nil, err
 	}
+	cfg.FeeBasisPoints, cfg.AllowSimulated = fee, c.AllowSimulated
+	cfg.SecretKey, cfg.AuditKey, cfg.AuditHeadFile = secretKey, auditKey, filepath.Join(a.home, "audit.head")
+	cfg.AuditInterval, cfg.AuditRetention = c.AuditEvery, retention
 	svc, err := control.New(ctx, store, cfg, logger)
 	if err != nil {
 		store.Close()
@@ -192,6 +219,13 @@ func startControlPlane(ctx context.Context, a *app, c serverConfig, logger *slog
 		return nil, err
 	}
 	api := shttp.NewServer(svc, logger)
+	web, err := console.New(console.Config{Service: svc, Logger: logger, Limiter: api.Limiter, Lockout: api.Lockout})
+	if err != nil {
+		ln.Close()
+		store.Close()
+		return nil, err
+	}
+	web.Register(api.Mux())
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
 		WriteTimeout: 2*c.Heartbeat + time.Minute, IdleTimeout: 2 * time.Minute}
 	r := &running{svc: svc, api: api, store: store, srv: srv, url: url, operator: op, caPEM: caPEM, done: make(chan struct{})}
@@ -276,7 +310,14 @@ func newServerCmd(a *app) *cobra.Command {
 'suanli host join-token'; clients reach it with --server or SUANLI_SERVER.
 
 On first start it creates the operator account and writes its API key to
-HOME/config.json (mode 0600).`,
+HOME/config.json (mode 0600), and makes the server's keys, readable by it
+alone: HOME/secret.key (seals secrets at rest, signs instance tokens) and
+HOME/audit.key (signs audit checkpoints; HOME/audit.head keeps the newest
+checkpoint outside the database). Back them up with the database: secrets
+sealed under a lost secret.key do not open again.
+
+Accounts are created by the operator (suanli admin accounts create NAME);
+there is no self-service signup.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			unlock, err := lockHome(a.home)

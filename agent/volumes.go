@@ -1,0 +1,57 @@
+package agent
+
+import (
+	"context"
+	"slices"
+
+	"github.com/suanli/suanli"
+)
+
+// VolumeManager is implemented by runtimes that keep volumes: storage on
+// this machine that outlives instances (attached through
+// InstanceSpec.Volumes).
+type VolumeManager interface {
+	// EnsureVolume creates the volume if it does not exist.
+	EnsureVolume(ctx context.Context, v suanli.VolumeSpec) error
+	// RemoveVolume makes the volume's data unrecoverable as far as the
+	// storage allows, then deletes it, and says what was done.
+	RemoveVolume(ctx context.Context, id int64) (string, error)
+	// Volumes lists the ids of the volumes it holds.
+	Volumes(ctx context.Context) ([]int64, error)
+}
+
+// reconcileVolumes creates the volumes the server lists and wipes those it
+// no longer lists. It runs on the Run goroutine after each sync; volume
+// operations are quick (a directory or a Docker volume).
+func (a *Agent) reconcileVolumes(ctx context.Context, want []suanli.VolumeSpec) {
+	vm, ok := a.rt.(VolumeManager)
+	if !ok {
+		return
+	}
+	have, err := vm.Volumes(ctx)
+	if err != nil {
+		a.log.Warn("list volumes failed", "err", err)
+		return
+	}
+	listed := map[int64]bool{}
+	for _, v := range want {
+		listed[v.ID] = true
+		if slices.Contains(have, v.ID) {
+			continue
+		}
+		if err := vm.EnsureVolume(ctx, v); err != nil {
+			a.log.Error("create volume failed", "volume_id", v.ID, "err", err)
+		}
+	}
+	for _, id := range have {
+		if listed[id] {
+			continue
+		}
+		how, err := vm.RemoveVolume(ctx, id)
+		if err != nil {
+			a.log.Error("remove volume failed", "volume_id", id, "err", err)
+			continue
+		}
+		a.log.Info("volume wiped and removed", "volume_id", id, "how", how)
+	}
+}

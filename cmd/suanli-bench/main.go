@@ -1,0 +1,51 @@
+// Command suanli-bench runs Suanli's benchmarks: programs with seeded
+// generators and side-by-side baselines that check every system returns the
+// same answers before they report any time (DESIGN §8).
+//
+//	suanli-bench search [flags]   offer search: market.Index vs SQLite vs a naive scan
+//
+// Progress goes to stderr, results to stdout.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+)
+
+const usage = `usage: suanli-bench <benchmark> [flags]
+
+benchmarks:
+  search    offer search: the in-memory market index against SQLite and a naive
+            scan-and-sort, under a concurrent writer (see suanli-bench search -h)
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	var err error
+	switch os.Args[1] {
+	case "search":
+		err = runSearch(ctx, os.Args[2:])
+	case "-h", "-help", "--help", "help":
+		fmt.Print(usage)
+		return
+	default:
+		fmt.Fprintf(os.Stderr, "suanli-bench: unknown benchmark %q\n%s", os.Args[1], usage)
+		os.Exit(2)
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "suanli-bench:", err)
+		os.Exit(1)
+	}
+}

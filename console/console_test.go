@@ -1,0 +1,324 @@
+package console_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/control"
+)
+
+// formCase is one form of the console: who submits it, where it posts,
+// what a valid submission sends, and whether anything changed.
+type formCase struct {
+	name    string
+	who     string // "renter" or "provider"
+	path    string
+	form    url.Values
+	okCode  int
+	changed func(t *testing.T, p page) bool
+}
+
+// mustInstance creates an instance of the renter's with one GPU.
+func mustInstance(t *testing.T, m *market, offer int64) *suanli.Instance {
+	t.Helper()
+	in, err := m.svc.CreateInstance(as(m.renterID), suanli.InstanceCreate{OfferID: offer, Image: "busybox", GPUCount: 1, Cmd: []string{"sleep", "600"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+func (m *market) instance(t *testing.T, id int64) *suanli.Instance {
+	t.Helper()
+	in, err := m.svc.FindInstanceByID(as(m.renterID), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+func (m *market) machine(t *testing.T, id int64) *suanli.Machine {
+	t.Helper()
+	mc, err := m.svc.FindMachineByID(as(m.providerID), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mc
+}
+
+// TestFormsNeedSessionAndCSRF posts every console form four ways: without
+// a session (a redirect to sign-in), without a token and with another
+// session's token (403 with the reason), all three changing nothing; then
+// validly, which must change what the form is for, so that the "nothing
+// changed" checks can fail.
+func TestFormsNeedSessionAndCSRF(t *testing.T) {
+	m := newMarket(t, marketOptions{control: control.Config{AllowSimulated: true}})
+	mid, _, _ := m.addMachine(machineSpec{host: "rig", gpus: "RTX 4090:4", region: "eu-west", price: 400_000, minBid: 200_000})
+	a := mustInstance(t, m, mid)
+	b := mustInstance(t, m, mid)
+	if _, err := m.svc.StopInstance(as(m.renterID), b.ID); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if _, err := m.svc.Store.UpdateInstance(context.Background(), b.ID, now, now, func(in *suanli.Instance) error {
+		in.Status = suanli.StatusStopped // as its agent would report
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ids := func(path string, id int64) string { return strings.Replace(path, "ID", strconv.FormatInt(id, 10), 1) }
+
+	renter, provider := m.browser(), m.browser()
+	tokens := map[string]string{"renter": renter.signIn(m.renterKey), "provider": provider.signIn(m.providerKey)}
+	browsers := map[string]*browser{"renter": renter, "provider": provider}
+	other := map[string]string{"renter": "provider", "provider": "renter"}
+
+	// start comes first: once b runs again it holds its GPU, which a rental
+	// would otherwise be given.
+	cases := []formCase{
+		{name: "start", who: "renter", path: ids("/instances/ID/start", b.ID), okCode: http.StatusSeeOther,
+			form:    url.Values{"confirmed": {"yes"}},
+			changed: func(t *testing.T, p page) bool { return m.instance(t, b.ID).Desired != suanli.DesiredStopped }},
+		{name: "rent", who: "renter", path: ids("/offers/ID/rent", mid), okCode: http.StatusSeeOther,
+			form: url.Values{"image": {"busybox"}, "cmd": {"sleep 600"}, "num_gpus": {"1"}, "disk_gb": {"10"}, "rental_type": {"on-demand"}},
+			changed: func(t *testing.T, p page) bool {
+				all, _, err := m.svc.FindInstances(as(m.renterID), suanli.InstanceFilter{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return len(all) != 2
+			}},
+		{name: "stop", who: "renter", path: ids("/instances/ID/stop", a.ID), okCode: http.StatusSeeOther,
+			form:    url.Values{"confirmed": {"yes"}},
+			changed: func(t *testing.T, p page) bool { return m.instance(t, a.ID).Desired != suanli.DesiredRunning }},
+		{name: "destroy", who: "renter", path: ids("/instances/ID/destroy", a.ID), okCode: http.StatusSeeOther,
+			form:    url.Values{"confirmed": {"yes"}},
+			changed: func(t *testing.T, p page) bool { return m.instance(t, a.ID).Status == suanli.StatusDestroyed }},
+		{name: "listing", who: "provider", path: ids("/hosts/ID/listing", mid), okCode: http.StatusSeeOther,
+			form:    url.Values{"price_gpu": {"0.55"}},
+			changed: func(t *testing.T, p page) bool { return m.machine(t, mid).Listing.PriceGPU != 400_000 }},
+		{name: "unlist", who: "provider", path: ids("/hosts/ID/unlist", mid), okCode: http.StatusSeeOther,
+			changed: func(t *testing.T, p page) bool { return !m.machine(t, mid).Listing.Listed }},
+		{name: "join-token", who: "provider", path: "/hosts/join-token", okCode: http.StatusOK,
+			changed: func(t *testing.T, p page) bool { return strings.Contains(p.body, "sl_join_") }},
+		{name: "signout", who: "renter", path: "/signout", okCode: http.StatusSeeOther,
+			changed: func(t *testing.T, p page) bool { return renter.get("/billing").status != http.StatusOK }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			with := func(token string) url.Values {
+				v := url.Values{}
+				for k, vs := range c.form {
+					v[k] = vs
+				}
+				if token != "" {
+					v.Set("csrf", token)
+				}
+				return v
+			}
+			anon := m.browser()
+			p := anon.post(c.path, with(tokens[c.who]))
+			if p.status != http.StatusSeeOther || !strings.HasPrefix(p.location, "/signin") {
+				t.Errorf("no session: %d %q, want 303 to /signin", p.status, p.location)
+			}
+			if c.changed(t, p) {
+				t.Fatalf("no session: the form changed something")
+			}
+			br := browsers[c.who]
+			for _, bad := range []struct{ what, token string }{
+				{"no token", ""}, {"another session's token", tokens[other[c.who]]}, {"a made-up token", "x" + tokens[c.who][1:]},
+			} {
+				p := br.post(c.path, with(bad.token))
+				if p.status != http.StatusForbidden || !strings.Contains(p.body, "did not come from this console") {
+					t.Errorf("%s: %d, want 403 that says why\n%s", bad.what, p.status, p.body)
+				}
+				if c.changed(t, p) {
+					t.Fatalf("%s: the form changed something", bad.what)
+				}
+			}
+			p = br.post(c.path, with(tokens[c.who]))
+			if p.status != c.okCode {
+				t.Errorf("valid: %d %q, want %d\n%s", p.status, p.location, c.okCode, p.body)
+			}
+			if !c.changed(t, p) {
+				t.Errorf("valid: nothing changed")
+			}
+		})
+	}
+}
+
+// TestSignInForm checks the sign-in form's own CSRF token (a signed
+// double-submit cookie), the cookie's attributes, and that the key never
+// reaches the browser.
+func TestSignInForm(t *testing.T) {
+	for _, tls := range []bool{false, true} {
+		t.Run(map[bool]string{false: "http", true: "https"}[tls], func(t *testing.T) {
+			m := newMarket(t, marketOptions{tls: tls})
+			b := m.browser()
+			form := b.get("/signin")
+			token := csrfOf(t, form)
+			for _, bad := range []string{"", token + "x"} {
+				p := b.post("/signin", url.Values{"csrf": {bad}, "api_key": {m.renterKey}})
+				if p.status != http.StatusForbidden {
+					t.Errorf("sign in with token %q: %d, want 403", bad, p.status)
+				}
+				if strings.Contains(p.header.Get("Set-Cookie"), "suanli_session") {
+					t.Errorf("a refused sign-in set a session cookie: %s", p.header.Get("Set-Cookie"))
+				}
+			}
+			// Another browser's token does not fit this browser's cookie.
+			if p := m.browser().post("/signin", url.Values{"csrf": {token}, "api_key": {m.renterKey}}); p.status != http.StatusForbidden {
+				t.Errorf("sign in with a token but no cookie: %d, want 403", p.status)
+			}
+			if p := b.get("/billing"); p.status != http.StatusSeeOther {
+				t.Fatalf("after refused sign-ins /billing is %d, want a redirect", p.status)
+			}
+
+			p := b.post("/signin", url.Values{"csrf": {token}, "api_key": {"sl_live_nope"}})
+			if p.status != http.StatusUnauthorized || !strings.Contains(p.body, "API key is malformed") {
+				t.Errorf("bad key: %d, want 401 with the control plane's message\n%s", p.status, p.body)
+			}
+
+			p = b.post("/signin", url.Values{"csrf": {token}, "api_key": {m.renterKey}, "next": {"//evil.example/x"}})
+			if p.status != http.StatusSeeOther || p.location != "/" {
+				t.Fatalf("sign in: %d %q, want 303 to / (an off-site next is dropped)", p.status, p.location)
+			}
+			var cookie string
+			for _, c := range p.header.Values("Set-Cookie") {
+				if strings.Contains(c, "suanli_session=") {
+					cookie = c
+				}
+			}
+			for _, attr := range []string{"HttpOnly", "SameSite=Strict", "Path=/"} {
+				if !strings.Contains(cookie, attr) {
+					t.Errorf("session cookie %q lacks %s", cookie, attr)
+				}
+			}
+			if strings.Contains(cookie, "Secure") != tls {
+				t.Errorf("session cookie %q: Secure should be set exactly over TLS", cookie)
+			}
+			if tls && !strings.HasPrefix(cookie, "__Host-") {
+				t.Errorf("session cookie over TLS %q lacks the __Host- prefix", cookie)
+			}
+			if strings.Contains(cookie, m.renterKey) || strings.Contains(cookie, m.renterKey[8:20]) {
+				t.Errorf("session cookie carries the API key: %q", cookie)
+			}
+			home := b.get("/")
+			if home.status != http.StatusOK || strings.Contains(home.body, m.renterKey) {
+				t.Errorf("home after sign-in: %d (or the key is on the page)", home.status)
+			}
+			csp := home.header.Get("Content-Security-Policy")
+			if !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-inline") || !strings.Contains(csp, "frame-ancestors 'none'") {
+				t.Errorf("Content-Security-Policy = %q", csp)
+			}
+		})
+	}
+}
+
+// TestPagesNeedSession checks that every page redirects to sign-in (and
+// back afterwards), that the script's JSON answers 401, and that a session
+// ends after its idle timeout and when its key is no longer valid.
+func TestPagesNeedSession(t *testing.T) {
+	m := newMarket(t, marketOptions{control: control.Config{AllowSimulated: true}})
+	mid, _, _ := m.addMachine(machineSpec{host: "rig", gpus: "RTX 4090:2", price: 400_000, minBid: 200_000})
+	in := mustInstance(t, m, mid)
+	id := strconv.FormatInt(in.ID, 10)
+	pages := []string{"/", "/?gpu=RTX+4090", "/offers/" + strconv.FormatInt(mid, 10), "/offers/" + strconv.FormatInt(mid, 10) + "/rent",
+		"/instances", "/instances/" + id, "/billing", "/billing/charges.csv", "/hosts"}
+	anon := m.browser()
+	for _, p := range pages {
+		r := anon.get(p)
+		if r.status != http.StatusSeeOther || r.location != "/signin?next="+url.QueryEscape(p) {
+			t.Errorf("GET %s without a session: %d %q, want 303 to sign-in and back", p, r.status, r.location)
+		}
+	}
+	for _, p := range []string{"/console/api/instances", "/console/api/instances/" + id, "/console/api/instances/" + id + "/logs?offset=0"} {
+		if r := anon.get(p); r.status != http.StatusUnauthorized {
+			t.Errorf("GET %s without a session: %d, want 401", p, r.status)
+		}
+	}
+
+	b := m.browser()
+	b.signIn(m.renterKey)
+	for _, p := range pages {
+		if r := b.get(p); r.status != http.StatusOK {
+			t.Errorf("GET %s signed in: %d\n%s", p, r.status, r.body)
+		}
+	}
+	if r := b.get("/console/api/instances/" + id); r.status != http.StatusOK || !strings.Contains(r.body, `"status":"pending"`) {
+		t.Errorf("instance JSON: %d %s", r.status, r.body)
+	}
+	// Another tenant's instance is not found, as in the API.
+	p := m.browser()
+	p.signIn(m.providerKey)
+	if r := p.get("/instances/" + id); r.status != http.StatusNotFound || !strings.Contains(r.body, "instance "+id+" not found") {
+		t.Errorf("another tenant's instance: %d\n%s", r.status, r.body)
+	}
+
+	m.clock.advance(3 * time.Hour) // past the idle timeout
+	if r := b.get("/billing"); r.status != http.StatusSeeOther {
+		t.Errorf("after 3 idle hours /billing is %d, want a redirect to sign-in", r.status)
+	}
+}
+
+// TestFormErrorsNameTheField checks that a refused rental comes back as the
+// form, with the service's message and the field marked, and changes nothing.
+func TestFormErrorsNameTheField(t *testing.T) {
+	m := newMarket(t, marketOptions{control: control.Config{AllowSimulated: true}})
+	mid, _, _ := m.addMachine(machineSpec{host: "rig", gpus: "RTX 4090:2", price: 400_000, minBid: 200_000})
+	b := m.browser()
+	tok := b.signIn(m.renterKey)
+	path := "/offers/" + strconv.FormatInt(mid, 10) + "/rent"
+	for _, c := range []struct {
+		form   url.Values
+		status int
+		msg    string
+		field  string
+	}{
+		{url.Values{"image": {" "}}, 400, "image: must not be empty", "image"},
+		{url.Values{"image": {"x"}, "disk_gb": {"lots"}}, 400, "disk_gb: &#34;lots&#34; is not a whole number", "disk_gb"},
+		{url.Values{"image": {"x"}, "env": {"JUST_A_NAME"}}, 400, "env: line 1", "env"},
+		{url.Values{"image": {"x"}, "env": {"SUANLI_X=1"}}, 400, "names starting with SUANLI_ are reserved", "env"},
+		{url.Values{"image": {"x"}, "cmd": {"true"}, "rental_type": {"interruptible"}, "bid": {"0.01"}}, 400, "below this offer&#39;s minimum bid of $0.40/h", "bid"},
+		{url.Values{"image": {"x"}, "cmd": {"true"}, "num_gpus": {"3"}}, 409, "has 2 free GPUs, you asked for 3", ""},
+		{url.Values{"image": {"x"}}, 400, "runs instances as processes", "cmd"},
+		{url.Values{"image": {"x"}, "cmd": {"true"}, "ports": {"8888, http"}}, 400, "ports: &#34;http&#34; is not a port", "ports"},
+		{url.Values{"template": {"nope"}, "cmd": {"true"}}, 400, "nope", "template"},
+	} {
+		c.form.Set("csrf", tok)
+		p := b.post(path, c.form)
+		if p.status != c.status || !strings.Contains(p.body, c.msg) {
+			t.Errorf("rent %v: %d, want %d with %q\n%s", c.form, p.status, c.status, c.msg, p.body)
+		}
+		if c.field != "" && !strings.Contains(p.body, `name="`+c.field+`"`) {
+			t.Errorf("rent %v: the form is not shown again", c.form)
+		}
+	}
+	if all, _, _ := m.svc.FindInstances(as(m.renterID), suanli.InstanceFilter{}); len(all) != 0 {
+		t.Errorf("refused rentals created %d instances", len(all))
+	}
+	// Without confirmed=yes, destroy asks on a page of its own and changes nothing.
+	in := mustInstance(t, m, mid)
+	p := b.post("/instances/"+strconv.FormatInt(in.ID, 10)+"/destroy", url.Values{"csrf": {tok}})
+	if p.status != 200 || !strings.Contains(p.body, `name="confirmed" value="yes"`) || !strings.Contains(p.body, "cannot be undone") {
+		t.Errorf("unconfirmed destroy: %d\n%s", p.status, p.body)
+	}
+	if m.instance(t, in.ID).Status == suanli.StatusDestroyed {
+		t.Errorf("an unconfirmed destroy destroyed the instance")
+	}
+	// Query errors name the field and keep the page.
+	r := b.get("/?q=" + url.QueryEscape("gpu_nam=RTX_4090"))
+	if r.status != 400 || !strings.Contains(r.body, "unknown field &#34;gpu_nam&#34;") || !strings.Contains(r.body, "did you mean gpu_name") {
+		t.Errorf("bad query: %d\n%s", r.status, r.body)
+	}
+	r = b.get("/?vram=lots")
+	if r.status != 400 || !strings.Contains(r.body, "vram: &#34;lots&#34; is not a size") {
+		t.Errorf("bad filter: %d\n%s", r.status, r.body)
+	}
+}
