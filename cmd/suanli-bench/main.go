@@ -2,7 +2,8 @@
 // generators and side-by-side baselines that check every system returns the
 // same answers before they report any time (DESIGN §8).
 //
-//	suanli-bench search [flags]   offer search: market.Index vs SQLite vs a naive scan
+//	suanli-bench search [flags]        offer search: market.Index vs SQLite vs a naive scan
+//	suanli-bench reliability [flags]   host faults on agents in Docker containers: detection, billing, copies
 //
 // Progress goes to stderr, results to stdout.
 package main
@@ -19,8 +20,11 @@ import (
 const usage = `usage: suanli-bench <benchmark> [flags]
 
 benchmarks:
-  search    offer search: the in-memory market index against SQLite and a naive
-            scan-and-sort, under a concurrent writer (see suanli-bench search -h)
+  search       offer search: the in-memory market index against SQLite and a naive
+               scan-and-sort, under a concurrent writer (see suanli-bench search -h)
+  reliability  host faults (kill, freeze, partition, SIGSTOP, packet loss) on agents in
+               Docker containers: detection latency, billing after the last heartbeat,
+               duplicate copies, relaunches, recovery (see suanli-bench reliability -h)
 `
 
 func main() {
@@ -34,6 +38,8 @@ func main() {
 	switch os.Args[1] {
 	case "search":
 		err = runSearch(ctx, os.Args[2:])
+	case "reliability":
+		err = runReliability(ctx, os.Args[2:])
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 		return

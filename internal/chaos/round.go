@@ -248,7 +248,7 @@ func each(hosts []*host, fn func(*host) error) error {
 }
 
 func (c *Cluster) rent(ctx context.Context, a *Agent, label string, managed bool) (int64, error) {
-	cr := suanli.InstanceCreate{OfferID: a.MachineID, Image: "beat", GPUCount: 1, Cmd: []string{"/beat", "-log", "/home/beats"}, Label: label,
+	cr := suanli.InstanceCreate{OfferID: a.MachineID, Image: "beat", GPUCount: 1, Cmd: []string{"/beat", "-every", beatEvery.String(), "-log", "/home/beats"}, Label: label,
 		Guards: suanli.Guards{IdleStopMinutes: -1}}
 	if managed {
 		cr.Restart = suanli.RestartPolicy{Recover: "elsewhere"}

@@ -124,8 +124,10 @@ func (w *Watch) MovedAway(id int64, after time.Time, not int) bool {
 }
 
 // beatGap is the longest pause between two beats of one running copy; a
-// longer one (a freeze) splits its life in two.
-const beatGap = 300 * time.Millisecond
+// longer one (a freeze) splits its life in two. A loaded machine (two cores
+// for a dozen processes) delays beats by a few hundred milliseconds at times:
+// that is no freeze.
+const beatGap = time.Second
 
 // lives returns when each copy of the rental ran, per agent, from the beat
 // logs (exact, unlike the samples): from a start, or the first beat after a
@@ -169,8 +171,9 @@ func (w *Watch) lives(id int64) map[int][]span {
 	return out
 }
 
-// beatEvery is the beat workload's default interval.
-const beatEvery = 100 * time.Millisecond
+// beatEvery is how often the rentals' workload beats (its -every): the
+// resolution of a copy's end when SIGKILL, not SIGTERM, ends it.
+const beatEvery = 25 * time.Millisecond
 
 // Copies returns, for one rental between from and to, the most copies that
 // ran at once and how long two or more ran at once, from the beat logs.
