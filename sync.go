@@ -22,10 +22,6 @@ type SyncRequest struct {
 	Usage        []UsageReport    `json:"usage,omitempty"`
 	TaskResults  []TaskResult     `json:"task_results,omitempty"`
 	SSH          *SSHEndpoint     `json:"ssh,omitempty"` // sent with Hardware; nil: no SSH endpoint (or unchanged)
-	// SentAt is when the agent sent the request, by its own clock: the
-	// server places the reports' EndedAt on its own clock by their distance
-	// from SentAt, so the two clocks need not agree.
-	SentAt time.Time `json:"sent_at,omitempty"`
 }
 
 // InstanceReport is an agent's view of one instance.
@@ -36,9 +32,11 @@ type InstanceReport struct {
 	ExitCode  *int       `json:"exit_code,omitempty"`
 	StartedAt *time.Time `json:"started_at,omitempty"`
 	// EndedAt is when a stopped, exited or failed workload ended, by the
-	// agent's clock, when the runtime knows it. A workload that ended while
-	// the agent could not report it (a fence during a partition) is billed
-	// up to then, not up to the report.
+	// control plane's clock as the agent reckons it (its own clock plus the
+	// offset the last answered sync's ServerTime showed), when the runtime
+	// knows it. A workload that ended while the agent could not report it
+	// (a fence during a partition) is billed up to then, not up to the
+	// report.
 	EndedAt   *time.Time  `json:"ended_at,omitempty"`
 	Telemetry *Telemetry  `json:"telemetry,omitempty"`
 	Ports     map[int]int `json:"ports,omitempty"` // container port → host port

@@ -133,6 +133,8 @@ type Agent struct {
 	synced       bool  // a sync has succeeded
 	heartbeat    time.Duration
 	lostAfter    time.Duration // as the server last announced it; 0 until then
+	clockOffset  time.Duration // the server's clock minus ours, from the last answer
+	offsetKnown  bool
 	lastSuccess  time.Time     // when the last answered sync was sent
 	lastReqAt    time.Time
 	fenced       bool
@@ -366,7 +368,7 @@ func (a *Agent) buildRequest(ctx context.Context) *suanli.SyncRequest {
 		Runtime:      a.rt.Name(),
 		Seq:          a.seq,
 		KnownVersion: a.version,
-		Instances:    reports,
+		Instances:    a.onServerClock(reports),
 	}
 	if !a.synced {
 		hw := a.cfg.Hardware
@@ -410,8 +412,26 @@ func (a *Agent) buildRequest(ctx context.Context) *suanli.SyncRequest {
 	a.mu.Unlock()
 	req.Wait = a.synced && len(req.Logs) == 0 && !a.reportsChanged(reports) && !a.unsentResults()
 	a.lastReqAt = a.now()
-	req.SentAt = a.lastReqAt
 	return req
+}
+
+// onServerClock returns a copy of reports with each EndedAt moved to the
+// control plane's clock, or dropped while the agent has no answer to reckon
+// the offset from (the server then takes the report's arrival).
+func (a *Agent) onServerClock(reports []suanli.InstanceReport) []suanli.InstanceReport {
+	out := slices.Clone(reports)
+	for i := range out {
+		if out[i].EndedAt == nil {
+			continue
+		}
+		if !a.offsetKnown {
+			out[i].EndedAt = nil
+			continue
+		}
+		t := out[i].EndedAt.Add(a.clockOffset)
+		out[i].EndedAt = &t
+	}
+	return out
 }
 
 // handle takes in a successful sync, whose request was sent at sent: what
@@ -431,6 +451,12 @@ func (a *Agent) handle(ctx context.Context, req *suanli.SyncRequest, resp *suanl
 	}
 	if resp.HeartbeatInterval > 0 {
 		a.heartbeat = resp.HeartbeatInterval
+	}
+	if !resp.ServerTime.IsZero() {
+		// The answer left the server at ServerTime and arrived now: the
+		// offset is off by its transit only (milliseconds), where the time a
+		// request takes to reach the server (a reconnect: seconds) is not.
+		a.clockOffset, a.offsetKnown = resp.ServerTime.Sub(a.now()), true
 	}
 	if resp.LostAfter > 0 && resp.LostAfter != a.lostAfter {
 		a.lostAfter = resp.LostAfter

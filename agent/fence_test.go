@@ -118,3 +118,27 @@ func TestAgentBackoffBeforeFence(t *testing.T) {
 		}
 	})
 }
+
+// TestAgentReportsEndOnServerClock: a workload's end goes to the control
+// plane on the control plane's clock, reckoned from the last answer's
+// ServerTime, whatever the agent's own clock says.
+func TestAgentReportsEndOnServerClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, rt := newTestServer(t, time.Second), newTestRuntime(t)
+		srv.set(running(1))
+		skew := 90 * time.Minute // the agent's clock is 90 minutes ahead
+		stop := startAgent(t, srv, rt, func(c *agent.Config) { c.Now = func() time.Time { return time.Now().Add(skew) } })
+		defer stop()
+		time.Sleep(3 * time.Second)
+		ended := time.Now().Add(-500 * time.Millisecond)
+		rt.exitAt(1, 0, ended.Add(skew)) // the runtime speaks the agent's clock
+		time.Sleep(2 * time.Second)
+		rep, ok := srv.report(1)
+		if !ok || rep.Status != suanli.StatusExited || rep.EndedAt == nil {
+			t.Fatalf("report = %+v, want exited with EndedAt", rep)
+		}
+		if d := rep.EndedAt.Sub(ended); d < -time.Millisecond || d > time.Millisecond {
+			t.Errorf("EndedAt %v, want %v on the server's clock (off by %s)", rep.EndedAt, ended, d)
+		}
+	})
+}

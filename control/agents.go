@@ -57,7 +57,7 @@ func (s *Service) Sync(ctx context.Context, r *suanli.SyncRequest) (*suanli.Sync
 	// (a fence) must have its billing ended first, where it ended.
 	changed := m.Status != suanli.MachineOnline || r.Hardware != nil
 	for _, rep := range r.Instances {
-		c, err := s.applyReport(ctx, m.ID, rep, endedAt(r, rep, m.LastHeartbeat, now), now)
+		c, err := s.applyReport(ctx, m.ID, rep, endedAt(rep, m.LastHeartbeat, now), now)
 		if err != nil {
 			return nil, err
 		}
@@ -100,16 +100,16 @@ func (s *Service) ingestLog(ctx context.Context, machineID int64, l suanli.LogCh
 	return err
 }
 
-// endedAt places a report's EndedAt on the server's clock, by its distance
-// from the request's SentAt (the agent's clock need not agree with ours),
-// no earlier than the machine's previous heartbeat (which reported the
-// workload still running) and no later than now. Reports without it, and
-// reports of a running workload, take effect now.
-func endedAt(r *suanli.SyncRequest, rep suanli.InstanceReport, prevBeat, now time.Time) time.Time {
-	if rep.EndedAt == nil || r.SentAt.IsZero() || rep.Status == suanli.StatusRunning || rep.Status == suanli.StatusPulling {
+// endedAt is when a report's change takes effect: its EndedAt (on our
+// clock, as the agent reckons it), no earlier than the machine's previous
+// heartbeat (which reported the workload still running) and no later than
+// now. Reports without it, and reports of a running workload, take effect
+// now.
+func endedAt(rep suanli.InstanceReport, prevBeat, now time.Time) time.Time {
+	if rep.EndedAt == nil || rep.Status == suanli.StatusRunning || rep.Status == suanli.StatusPulling {
 		return now
 	}
-	at := now.Add(-r.SentAt.Sub(*rep.EndedAt))
+	at := *rep.EndedAt
 	if at.Before(prevBeat) {
 		at = prevBeat
 	}

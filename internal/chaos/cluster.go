@@ -544,3 +544,19 @@ func (c *Cluster) AgentByMachine(id int64) *Agent {
 	}
 	return nil
 }
+
+// logLines returns the agent's log lines (docker logs) that contain any of
+// subs, joined, for a note.
+func (a *Agent) logLines(subs ...string) string {
+	out, _ := exec.Command("docker", "logs", a.Container).CombinedOutput()
+	var keep []string
+	for _, l := range strings.Split(string(out), "\n") {
+		for _, s := range subs {
+			if strings.Contains(l, s) {
+				keep = append(keep, l)
+				break
+			}
+		}
+	}
+	return strings.Join(keep, " | ")
+}

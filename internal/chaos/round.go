@@ -445,8 +445,21 @@ func (c *Cluster) measure(ctx context.Context, h *host, w *Watch, start, end tim
 		running := w.running(id)
 		for _, s := range compute {
 			a, b := maxTime(s.from, start), minTime(s.to, end)
-			if b.After(a) {
-				t.BilledIdle += (b.Sub(a) - overlap(running, a, b)).Seconds()
+			if !b.After(a) {
+				continue
+			}
+			idle := b.Sub(a) - overlap(running, a, b)
+			t.BilledIdle += idle.Seconds()
+			if idle > 100*time.Millisecond {
+				var hist []string
+				for _, e := range evs {
+					if e.At.After(a.Add(-10*time.Second)) && e.At.Before(b.Add(10*time.Second)) {
+						hist = append(hist, e.At.Format("15:04:05.000")+" "+e.Status)
+					}
+				}
+				t.notef("rental %d: %.3fs of the compute charge %s–%s billed while no copy ran (copies ran %s; history %s; agent: %s)", id, idle.Seconds(),
+					s.from.Format("15:04:05.000"), s.to.Format("15:04:05.000"), fmtSpans(running, a.Add(-10*time.Second), b.Add(10*time.Second)),
+					strings.Join(hist, ", "), h.a.logLines(fmt.Sprintf("instance_id=%d", id), "fencing", "sync"))
 			}
 		}
 		most, dup := w.Copies(id, start, end)
@@ -459,4 +472,15 @@ func (c *Cluster) measure(ctx context.Context, h *host, w *Watch, start, end tim
 		}
 	}
 	return nil
+}
+
+// fmtSpans formats the spans that meet [from, to), for a note.
+func fmtSpans(spans []span, from, to time.Time) string {
+	var parts []string
+	for _, s := range spans {
+		if s.to.After(from) && s.from.Before(to) {
+			parts = append(parts, s.from.Format("15:04:05.000")+"–"+s.to.Format("15:04:05.000"))
+		}
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
 }
