@@ -135,7 +135,7 @@ type Agent struct {
 	lostAfter    time.Duration // as the server last announced it; 0 until then
 	clockOffset  time.Duration // the server's clock minus ours, from the last answer
 	offsetKnown  bool
-	lastSuccess  time.Time     // when the last answered sync was sent
+	lastSuccess  time.Time // when the last answered sync was sent
 	lastReqAt    time.Time
 	fenced       bool
 	lastReports  []suanli.InstanceReport
