@@ -344,3 +344,24 @@ func TestGracefulRestarts(t *testing.T) {
 		t.Errorf("instance %d on the live host: %s after the second restart, want running", ids[0], in.Status)
 	}
 }
+
+// TestServerLeaseFlags: lease durations that contradict each other are
+// refused with the flag to fix, before anything starts.
+func TestServerLeaseFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--heartbeat", "50ms"}, "heartbeat"},
+		{[]string{"--heartbeat", "5s", "--suspect-after", "5s"}, "suspect-after"},
+		{[]string{"--heartbeat", "1s", "--suspect-after", "3s", "--lost-after", "3s"}, "lost-after"},
+		{[]string{"--lost-after", "2m", "--failover-grace", "1m"}, "failover-grace"},
+		{[]string{"--lost-after", "15s"}, "lost-after"}, // the default suspect-after is heartbeat (10s) + 10s
+	} {
+		args := append([]string{"server", "--home", t.TempDir(), "--addr", "127.0.0.1:0"}, tc.args...)
+		out, err := exec.Command(binary, args...).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), tc.want) {
+			t.Errorf("suanli %s: %v, %q; want an error naming %s", strings.Join(args, " "), err, out, tc.want)
+		}
+	}
+}
