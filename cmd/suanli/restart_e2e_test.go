@@ -287,24 +287,30 @@ func TestGracefulRestarts(t *testing.T) {
 	// The control plane: SIGKILL, down for 3s (the agents fence after 9s
 	// without it), started again on the same address.
 	srv.stop(syscall.SIGKILL)
+	killed := time.Now()
 	time.Sleep(3 * time.Second)
 	srv.start(serverReady)
-	waitFor(t, 10*time.Second, "both machines online after the control plane restarted", func() bool {
+	up := time.Now()
+	t.Logf("control plane down %s", up.Sub(killed).Round(time.Millisecond))
+	waitFor(t, 10*time.Second, "both agents synced with the restarted control plane", func() bool {
 		for _, m := range machines {
-			if mm, err := op.FindMachineByID(ctx, m); err != nil || mm.Status != suanli.MachineOnline {
+			if mm, err := op.FindMachineByID(ctx, m); err != nil || mm.Status != suanli.MachineOnline || mm.LastHeartbeat.Before(up) {
 				return false
 			}
 		}
 		return true
 	})
+	t.Logf("both agents synced %s after it was back", time.Since(up).Round(time.Millisecond))
 	time.Sleep(3 * time.Second) // settlements after the restart
 	unchanged("after the control plane restarted")
 	for i, id := range ids {
 		in, _ := op.FindInstanceByID(ctx, id)
 		secs := billedContinuously(t, op, id, started[i])
-		if ran := time.Since(started[i]).Seconds(); secs > ran || secs < ran-3 {
+		ran := time.Since(started[i]).Seconds()
+		if secs > ran || secs < ran-3 {
 			t.Errorf("instance %d: %.1fs billed of %.1fs running (%s now)", id, secs, ran, in.Status)
 		}
+		t.Logf("instance %d: pid %d throughout; billed %.3fs of %.3fs running, in contiguous charges", id, pids[i], secs, ran)
 	}
 
 	// A host dies while the control plane is down: not lost within the
@@ -328,6 +334,8 @@ func TestGracefulRestarts(t *testing.T) {
 	})
 	if d := time.Since(restarted); d < failoverGrace {
 		t.Errorf("lost %s after the restart, within the failover grace of %s", d, failoverGrace)
+	} else {
+		t.Logf("the dead host lost %s after the restart (failover grace %s), %s after its last heartbeat", d.Round(time.Millisecond), failoverGrace, time.Since(lastBeat).Round(time.Millisecond))
 	}
 	evs, _ := op.InstanceEvents(ctx, ids[1])
 	lost := evs[len(evs)-1]
