@@ -61,9 +61,9 @@ func TestHostFaults(t *testing.T) {
 	}
 	bound := c.Opts.DetectionBound()
 	for _, tr := range trials {
-		t.Logf("%s on %s: detected %s (%s after the last heartbeat), billed after it %.3fs, billed idle %.2fs, billed twice %.3fs, copies %d (dup %s), relaunches %d, lost %d, suspect %v, recovery %s, cleanup %s, plain after %s",
+		t.Logf("%s on %s: detected %s (%s after the last heartbeat), billed after it %.3fs, billed idle %.2fs, billed twice %.3fs, copies %d (dup %s), relaunches %d, interruptions %d, lost %d, suspect %v, recovery %s, cleanup %s, plain after %s",
 			tr.Fault, tr.Agent, tr.Detected, tr.SinceHeartbeat, tr.BilledAfterHeartbeat, tr.BilledIdle, tr.BilledTwice, tr.MaxCopies, tr.Duplicate,
-			tr.Relaunches, tr.Lost, tr.Suspect, tr.Recovery, tr.Cleanup, tr.PlainAfter)
+			tr.Relaunches, tr.Interruptions, tr.Lost, tr.Suspect, tr.Recovery, tr.Cleanup, tr.PlainAfter)
 		for _, n := range tr.Notes {
 			t.Errorf("%s: %s", tr.Fault, n)
 		}
@@ -92,6 +92,9 @@ func TestHostFaults(t *testing.T) {
 		} else {
 			if tr.Lost != 0 || tr.Relaunches != 0 {
 				t.Errorf("%s: %d rentals declared lost, %d relaunches: a false loss", tr.Fault, tr.Lost, tr.Relaunches)
+			}
+			if tr.Fault == chaos.Loss && tr.Interruptions != 0 {
+				t.Errorf("loss: the host's workloads were interrupted %d times (a false fence)", tr.Interruptions)
 			}
 		}
 	}

@@ -25,6 +25,8 @@ type Summary struct {
 	DuplicateMax time.Duration
 	// Relaunches of the managed job, fewest and most per trial.
 	RelaunchesMin, RelaunchesMax int
+	// Interruptions on the faulted host, most in one trial.
+	Interruptions int
 	// Rentals declared lost in all (a false loss where the fault must not
 	// be detected), and trials with the host seen suspect.
 	Lost, Suspect int
@@ -79,6 +81,7 @@ func Summarize(trials []*Trial) []Summary {
 		s.MaxCopies = max(s.MaxCopies, t.MaxCopies)
 		s.DuplicateMax = max(s.DuplicateMax, t.Duplicate)
 		s.RelaunchesMin, s.RelaunchesMax = min(s.RelaunchesMin, t.Relaunches), max(s.RelaunchesMax, t.Relaunches)
+		s.Interruptions = max(s.Interruptions, t.Interruptions)
 		s.Lost += t.Lost
 		if t.Suspect {
 			s.Suspect++
@@ -108,8 +111,8 @@ func secs(d time.Duration) string {
 // WriteTable writes the summaries as a Markdown table, one row per fault,
 // and the notes of any trial that broke a promise under it.
 func WriteTable(w io.Writer, sums []Summary) {
-	fmt.Fprintln(w, "| fault | trials | detection p50 / p99 / max (s) | last heartbeat → relaunch p50 (s) | billed after last heartbeat (s, max) | billed while no copy ran (s, max) | billed twice (s) | copies at once (max) | two copies ran (ms, max) | relaunches per trial | rentals declared lost | trials suspect | recovery p50 / max (s) | healed copy removed p50 / max (s) |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| fault | trials | detection p50 / p99 / max (s) | last heartbeat → relaunch p50 (s) | billed after last heartbeat (s, max) | billed while no copy ran (s, max) | billed twice (s) | copies at once (max) | two copies ran (ms, max) | relaunches per trial | interrupted on the host (max) | rentals declared lost | trials suspect | recovery p50 / max (s) | healed copy removed p50 / max (s) |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, s := range sums {
 		name := string(s.Fault)
 		if s.Fault == Loss && !s.Delayed {
@@ -131,9 +134,9 @@ func WriteTable(w io.Writer, sums []Summary) {
 		if s.RelaunchesMax != s.RelaunchesMin {
 			rel = fmt.Sprintf("%d–%d", s.RelaunchesMin, s.RelaunchesMax)
 		}
-		fmt.Fprintf(w, "| %s | %d | %s | %s | %.3f | %.3f | %.3f | %d | %d | %s | %d | %d | %s | %s |\n",
+		fmt.Fprintf(w, "| %s | %d | %s | %s | %.3f | %.3f | %.3f | %d | %d | %s | %d | %d | %d | %s | %s |\n",
 			name, s.Trials, det, secs(s.SinceBeatP50), s.BilledAfterBeat, s.BilledIdle, s.BilledTwice, s.MaxCopies,
-			s.DuplicateMax.Milliseconds(), rel, s.Lost, s.Suspect, rec, clean)
+			s.DuplicateMax.Milliseconds(), rel, s.Interruptions, s.Lost, s.Suspect, rec, clean)
 	}
 	var notes []string
 	for _, s := range sums {

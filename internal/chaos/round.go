@@ -81,6 +81,10 @@ type Trial struct {
 	Duplicate time.Duration
 	// Relaunches is how often the managed job was moved to another host.
 	Relaunches int
+	// Interruptions counts the times a rental's copy on the faulted host
+	// stopped (or froze) and ran again there: a fence and a restart, or a
+	// freeze and a thaw. A lossy link must cause none.
+	Interruptions int
 	// Lost counts the rentals declared lost (false for Loss and
 	// ShortPartition); Suspect, whether the host was seen suspect.
 	Lost    int
@@ -462,6 +466,13 @@ func (c *Cluster) measure(ctx context.Context, h *host, w *Watch, start, end tim
 					strings.Join(hist, ", "), h.a.logLines(fmt.Sprintf("instance_id=%d", id), "fencing", "sync"))
 			}
 		}
+		n := 0
+		for _, sp := range w.lives(id)[h.a.Index] {
+			if sp.to.After(start) && sp.from.Before(end) {
+				n++
+			}
+		}
+		t.Interruptions += max(n-1, 0)
 		most, dup := w.Copies(id, start, end)
 		t.MaxCopies = max(t.MaxCopies, most)
 		t.Duplicate += dup
