@@ -9,15 +9,16 @@
 // workload (testdata/beat) that proves from outside that it runs. Faults are
 // Docker's and the kernel's: SIGKILL of a host (docker kill), a frozen host
 // (docker pause), a frozen agent process (SIGSTOP), a partition (docker
-// network disconnect), and a lossy, slow link (tc netem on both ends of the
-// host's veth). A Round injects faults, heals them, and measures against the
-// ledger, the instances' histories and the workloads' beats: detection
-// latency, compute billed after the last heartbeat or while no copy ran,
-// duplicate copies, relaunches and recovery time.
+// network disconnect), and a lossy link (iptables' statistic match in the
+// host's network namespace, and tc netem delay where the kernel has it). A
+// Round injects faults, heals them, and measures against the ledger, the
+// instances' histories and the workloads' beat logs: detection latency,
+// compute billed after the last heartbeat or while no copy ran, duplicate
+// copies, relaunches, recovery and cleanup time.
 //
 // Every Docker object carries the label chaos.LabelRun with the cluster's run
 // id and a name that includes it, so that parallel runs on one daemon never
 // touch each other's; Close removes them all. The package needs Docker, and
-// root for tc netem (it enters the containers' network namespaces); it is
-// test tooling and no part of the product.
+// root for the lossy link (it enters the containers' network namespaces); it
+// is test tooling and no part of the product.
 package chaos

@@ -15,7 +15,7 @@ import (
 const SampleEvery = 100 * time.Millisecond
 
 // liveWithin: a copy whose beat file changed this recently is running (the
-// workload rewrites it every 100ms; a frozen or stopped one does not).
+// workload rewrites it every beatEvery; a frozen or stopped one does not).
 const liveWithin = 350 * time.Millisecond
 
 // Watch samples, every SampleEvery, which agents hold a running copy of each
