@@ -76,7 +76,7 @@ type Instance struct {
 	CPUCores      int               `json:"cpu_cores"`
 	RAMGB         float64           `json:"ram_gb"`
 	RentalType    string            `json:"rental_type"`
-	Bid           Money             `json:"bid,omitempty"` // per hour for the whole instance (interruptible)
+	Bid           Money             `json:"bid"` // per hour for the whole instance (interruptible); 0 for other rental types
 	Rates         Rates             `json:"rates"`
 	Simulated     bool              `json:"simulated"`
 	Status        string            `json:"status"`
@@ -84,8 +84,11 @@ type Instance struct {
 	Desired       string            `json:"desired_status"`
 	ExitCode      *int              `json:"exit_code,omitempty"`
 	CreatedAt     time.Time         `json:"created_at"`
-	StartedAt     *time.Time        `json:"started_at,omitempty"` // latest transition into running
-	StoppedAt     *time.Time        `json:"stopped_at,omitempty"` // latest transition out of running (nil while running)
+	StartedAt     *time.Time        `json:"started_at,omitempty"`     // latest transition into running
+	StoppedAt     *time.Time        `json:"stopped_at,omitempty"`     // latest transition out of running (nil while running)
+	WaitingSince  *time.Time        `json:"waiting_since,omitempty"`  // preempted or queued: when its wait began (queue order)
+	ReservedUntil *time.Time        `json:"reserved_until,omitempty"` // an active reservation's end (rental type reserved)
+	PreemptedBy   int64             `json:"preempted_by,omitempty"`   // the instance whose claim preempted it last
 	DestroyedAt   *time.Time        `json:"destroyed_at,omitempty"`
 	UpdatedAt     time.Time         `json:"updated_at"`
 	Version       int64             `json:"version"`
@@ -147,6 +150,19 @@ func (i *Instance) HoldsGPUs() bool {
 	return true
 }
 
+// OwnsGPUs reports whether the instance owns its GPUs (or cores) now: it
+// holds them and has not lost them to a higher claim. A preempting instance
+// still occupies its GPUs until it stops, but owns them no more: whoever
+// preempted it waits for it to stop before starting.
+func (i *Instance) OwnsGPUs() bool { return i.HoldsGPUs() && i.Status != StatusPreempting }
+
+// Waiting reports whether the instance wants GPUs it does not hold: it was
+// preempted, or its start is queued behind other rentals. It resumes by
+// itself when it wins them.
+func (i *Instance) Waiting() bool {
+	return (i.Status == StatusPreempted || i.Status == StatusStopped) && i.Desired == DesiredRunning
+}
+
 // InstanceCreate is a rental request.
 type InstanceCreate struct {
 	OfferID    int64             `json:"offer_id"`
@@ -175,6 +191,15 @@ type InstanceCreate struct {
 	// alpha-2) or regions, on top of the account's own restriction.
 	AllowedCountries []string `json:"allowed_countries,omitempty"`
 }
+
+// InstanceUpdate changes an instance's own attributes, not its state (stop,
+// start and destroy have their own methods); nil fields stay as they are.
+type InstanceUpdate struct {
+	Label *string `json:"label,omitempty"`
+}
+
+// MaxLabelLen is the longest instance label.
+const MaxLabelLen = 200
 
 // DefaultDiskGB is the disk an instance gets when the renter names none.
 const DefaultDiskGB = 10

@@ -47,6 +47,13 @@ type Listing struct {
 	MinBid        Money      `json:"min_bid"`         // per GPU-hour (per core-hour on CPU machines) for interruptible rentals
 	EndDate       *time.Time `json:"end_date,omitempty"`
 	PreemptGraceS int        `json:"preempt_grace_s"` // notice before an interruptible instance is stopped
+	// Reserved rentals: a discount per commitment length (the longest step
+	// that fits applies), capped by ReserveMaxDiscountBP, and the fee the
+	// host keeps, out of the unused part, when a reservation ends early.
+	// No steps: the machine takes no reservations.
+	ReserveDiscounts     []ReserveDiscount `json:"reserve_discounts,omitempty"`
+	ReserveMaxDiscountBP int64             `json:"reserve_max_discount_bp,omitempty"`
+	ReserveCancelFeeBP   int64             `json:"reserve_cancel_fee_bp,omitempty"`
 }
 
 // Machine is a provider's host as the control plane knows it.
@@ -95,6 +102,11 @@ type ListingUpdate struct {
 	MinBid        *Money     `json:"min_bid,omitempty"`
 	EndDate       *time.Time `json:"end_date,omitempty"`
 	PreemptGraceS *int       `json:"preempt_grace_s,omitempty"`
-	Country       *string    `json:"country,omitempty"`
-	Region        *string    `json:"region,omitempty"`
+	// ReserveDiscounts replaces the whole schedule when set (an empty list
+	// clears it).
+	ReserveDiscounts     *[]ReserveDiscount `json:"reserve_discounts,omitempty"`
+	ReserveMaxDiscountBP *int64             `json:"reserve_max_discount_bp,omitempty"`
+	ReserveCancelFeeBP   *int64             `json:"reserve_cancel_fee_bp,omitempty"`
+	Country              *string            `json:"country,omitempty"`
+	Region               *string            `json:"region,omitempty"`
 }

@@ -63,7 +63,10 @@ type Offer struct {
 	Green           bool       `json:"green"`
 	LatencyMS       float64    `json:"latency_ms"` // to the renter's location, 0 when unknown
 	PreemptGraceS   int        `json:"preempt_grace_s"`
-	HostStatus      string     `json:"host_status"`
+	// InterruptionRate is the share of this host's interruptible rentals of
+	// the last 30 days that were preempted at least once (0..1).
+	InterruptionRate float64 `json:"interruption_rate"`
+	HostStatus       string  `json:"host_status"`
 }
 
 // OfferQuery is a search: the query language text (DESIGN §5), an order

@@ -456,3 +456,51 @@ func TestAgentGivesUpOnHungSyncAndFences(t *testing.T) {
 		}
 	})
 }
+
+// TestAgentStartWaitsForStopOnSameGPU: when the server stops one workload
+// (preempted, with a grace) and starts another on the same GPU in one
+// change, the agent starts the second only after the first has stopped, so
+// two workloads never run on one GPU.
+func TestAgentStartWaitsForStopOnSameGPU(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, rt := newTestServer(t, 10*time.Second), newTestRuntime(t)
+		low := running(1)
+		low.GPUIndexes = []int{0}
+		other := running(3)
+		other.GPUIndexes = []int{1}
+		srv.set(low, other)
+		stop := startAgent(t, srv, rt, nil)
+		defer stop()
+		time.Sleep(time.Second)
+		if in, _ := rt.inst(1); in.status != suanli.StatusRunning {
+			t.Fatalf("instance 1 = %s, want running", in.status)
+		}
+		rt.mu.Lock()
+		rt.stopDelay[1] = 5 * time.Second // its workload uses its grace
+		rt.mu.Unlock()
+		preempted := low
+		preempted.Desired = suanli.DesiredStopped
+		high := running(2)
+		high.GPUIndexes = []int{0}
+		otherStopped := other
+		otherStopped.Desired = suanli.DesiredStopped
+		srv.set(preempted, high, otherStopped)
+		time.Sleep(2 * time.Second)
+		if _, ok := rt.inst(2); ok {
+			if in, _ := rt.inst(2); in.status == suanli.StatusRunning {
+				t.Fatal("instance 2 started on GPU 0 while instance 1 was still stopping there")
+			}
+		}
+		time.Sleep(5 * time.Second)
+		in2, _ := rt.inst(2)
+		in1, _ := rt.inst(1)
+		if in2.status != suanli.StatusRunning || in1.status != suanli.StatusStopped {
+			t.Fatalf("after the grace: instance 1 %s, instance 2 %s; want stopped, running", in1.status, in2.status)
+		}
+		stoppedAt, _ := srv.firstReport(1, suanli.StatusStopped)
+		runningAt, _ := srv.firstReport(2, suanli.StatusRunning)
+		if runningAt.Before(stoppedAt) {
+			t.Errorf("instance 2 reported running at %s, before instance 1 stopped at %s", runningAt, stoppedAt)
+		}
+	})
+}

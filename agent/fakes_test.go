@@ -144,6 +144,7 @@ type testRuntime struct {
 	removes   []int64
 	ensureErr map[int64]error
 	inFlight  map[int64]bool
+	stopDelay map[int64]time.Duration // how long stopping a running instance takes (a workload in its grace)
 	t         testing.TB
 }
 
@@ -158,7 +159,7 @@ type testInst struct {
 }
 
 func newTestRuntime(t testing.TB) *testRuntime {
-	return &testRuntime{t: t, insts: map[int64]*testInst{}, ensureErr: map[int64]error{}, inFlight: map[int64]bool{}}
+	return &testRuntime{t: t, insts: map[int64]*testInst{}, ensureErr: map[int64]error{}, inFlight: map[int64]bool{}, stopDelay: map[int64]time.Duration{}}
 }
 
 func (r *testRuntime) Name() string { return "test" }
@@ -175,9 +176,12 @@ func (r *testRuntime) Ensure(ctx context.Context, spec suanli.InstanceSpec) erro
 	r.enter(spec.ID)
 	r.ensures = append(r.ensures, spec)
 	err := r.ensureErr[spec.ID]
+	delay := 10 * time.Millisecond // an operation takes a little time, as a real one does
+	if in := r.insts[spec.ID]; in != nil && in.status == suanli.StatusRunning && spec.Desired == suanli.DesiredStopped {
+		delay += r.stopDelay[spec.ID]
+	}
 	r.mu.Unlock()
-	// An operation takes a little time, as a real one does.
-	time.Sleep(10 * time.Millisecond)
+	time.Sleep(delay)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.inFlight, spec.ID)

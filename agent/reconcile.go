@@ -188,6 +188,16 @@ func (a *Agent) work(ctx context.Context, id int64, st *instState) {
 			a.mu.Unlock()
 			return
 		}
+		if !o.remove && o.spec.Desired == suanli.DesiredRunning && a.gpusStoppingLocked(id, o.spec.GPUIndexes) {
+			// Another workload on these GPUs is being stopped (a preempted
+			// one running out its grace, a destroyed one): start after it.
+			a.mu.Unlock()
+			select {
+			case <-ctx.Done():
+			case <-time.After(gpuWaitPoll):
+			}
+			continue
+		}
 		a.mu.Unlock()
 
 		var err error
@@ -222,6 +232,41 @@ func (a *Agent) work(ctx context.Context, id int64, st *instState) {
 		a.mu.Unlock()
 		a.nudge()
 	}
+}
+
+// gpuWaitPoll is how often a start held back by another workload's stop
+// looks again.
+const gpuWaitPoll = 50 * time.Millisecond
+
+// gpusStoppingLocked reports whether an instance other than id that uses
+// one of gpus is being stopped or removed: its last asked operation is a
+// stop or a remove that has not finished. Starting a workload on those GPUs
+// now could run two at once on one GPU.
+func (a *Agent) gpusStoppingLocked(id int64, gpus []int) bool {
+	if len(gpus) == 0 {
+		return false
+	}
+	for other, st := range a.insts {
+		if other == id || st.want == nil || st.want.same(st.done) {
+			continue
+		}
+		if !st.want.remove && st.want.spec.Desired == suanli.DesiredRunning {
+			continue
+		}
+		var theirs []int
+		if st.spec != nil {
+			theirs = st.spec.GPUIndexes
+		}
+		if !st.want.remove {
+			theirs = st.want.spec.GPUIndexes
+		}
+		for _, g := range theirs {
+			if slices.Contains(gpus, g) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // reports reads the runtime's status and overlays what only the agent

@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"html/template"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,6 +25,7 @@ func (c *Console) registerBillingRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /billing", c.page(c.handleBilling))
 	mux.HandleFunc("GET /billing/charges.csv", c.page(c.handleChargesCSV))
 	mux.HandleFunc("GET /billing/invoices/{file}", c.page(c.handleInvoiceCSV))
+	c.registerBudgetRoutes(mux)
 }
 
 // shareRow is one group of a breakdown (a project, an instance, a meter)
@@ -36,10 +38,11 @@ type shareRow struct {
 	Bar    template.HTML
 }
 
-// budgetRow is a budget with its progress bar.
+// budgetRow is a budget with its progress bar and what deleting it does.
 type budgetRow struct {
-	B   *suanli.Budget
-	Bar template.HTML
+	B       *suanli.Budget
+	Bar     template.HTML
+	Confirm string
 }
 
 // billingPage is the billing template's data.
@@ -57,6 +60,11 @@ type billingPage struct {
 	Alerts      []*suanli.Alert
 	Invoice     *suanli.Invoice
 	Months      []string // invoices to download, newest first
+
+	BudgetIn   budgetInputs // the budget form: defaults, a budget to edit, or what was typed
+	BudgetErr  *fieldError
+	BudgetEdit bool     // the form edits an existing budget
+	Scopes     []string // suggestions for the scope input
 }
 
 // runway says how long balance lasts at burn per hour, in integer hours.
@@ -112,28 +120,47 @@ func daysOf(rep *suanli.CostReport, first, last time.Time) []dayTotal {
 
 // handleBilling shows the money: balance and runway, budgets, spend by
 // day, project, instance and meter (the control plane's cost reports, which
-// reconcile with the ledger), this month's invoice and downloads.
+// reconcile with the ledger), this month's invoice and downloads. With
+// ?edit=NAME the budget form starts filled with that budget.
 func (c *Console) handleBilling(w http.ResponseWriter, r *http.Request, s *session) error {
+	p, err := c.billingPage(r)
+	if err != nil {
+		return err
+	}
+	if name := r.URL.Query().Get("edit"); name != "" {
+		for _, b := range p.Budgets {
+			if b.B.Name == name {
+				p.BudgetIn, p.BudgetEdit = budgetInputsOf(b.B), true
+			}
+		}
+	}
+	c.render(w, r, http.StatusOK, "billing.html", &view{Title: "Billing", Nav: "billing", sess: s, Notice: notice(r), Page: p})
+	return nil
+}
+
+// billingPage gathers the billing page's data, with the budget form at its
+// defaults.
+func (c *Console) billingPage(r *http.Request) (*billingPage, error) {
 	ctx := r.Context()
 	bal, err := c.svc.Balance(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	now := c.now().UTC()
 	last := midnight(now)
 	first := last.AddDate(0, 0, -(billingDays - 1))
-	p := billingPage{Balance: bal, Runway: runway(bal.Balance, bal.BurnRate), From: first}
+	p := &billingPage{Balance: bal, Runway: runway(bal.Balance, bal.BurnRate), From: first, BudgetIn: newBudgetInputs()}
 	report := func(by string) (*suanli.CostReport, error) { return c.svc.CostReport(ctx, by, first) }
 	day, err := report("day")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	p.Days, p.PeriodTotal = daysOf(day, first, last), day.Total
 	p.Chart = spendChart(p.Days, "Spend by day, last "+strconv.Itoa(billingDays)+" days")
 	for by, dst := range map[string]*[]shareRow{"project": &p.ByProject, "instance": &p.ByInstance, "service": &p.ByService} {
 		rep, err := report(by)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		var link func(string) string
 		if by == "instance" {
@@ -141,10 +168,14 @@ func (c *Console) handleBilling(w http.ResponseWriter, r *http.Request, s *sessi
 		}
 		*dst = shares(rep, link)
 	}
+	p.Scopes = []string{"account"}
 	if ins, _, err := c.svc.FindInstances(ctx, suanli.InstanceFilter{Limit: 10000}); err == nil {
 		names := map[string]string{}
 		for _, in := range ins {
 			names[strconv.FormatInt(in.ID, 10)] = cmpOr(in.Label, in.Image)
+			if in.Project != "" && !slices.Contains(p.Scopes, "project:"+in.Project) {
+				p.Scopes = append(p.Scopes, "project:"+in.Project)
+			}
 		}
 		for i := range p.ByInstance {
 			p.ByInstance[i].Name = names[p.ByInstance[i].Key]
@@ -152,22 +183,21 @@ func (c *Console) handleBilling(w http.ResponseWriter, r *http.Request, s *sessi
 	}
 	bs, err := c.svc.FindBudgets(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, b := range bs {
-		p.Budgets = append(p.Budgets, budgetRow{B: b, Bar: budgetBar(b.Percent, b.Thresholds)})
+		p.Budgets = append(p.Budgets, budgetRow{B: b, Bar: budgetBar(b.Percent, b.Thresholds), Confirm: budgetDeleteText(b.Name)})
 	}
 	if p.Alerts, err = c.svc.FindAlerts(ctx, 10); err != nil {
-		return err
+		return nil, err
 	}
 	if p.Invoice, err = c.svc.Invoice(ctx, now.Format("2006-01")); err != nil {
-		return err
+		return nil, err
 	}
 	for i := range invoiceMonths {
 		p.Months = append(p.Months, time.Date(now.Year(), now.Month()-time.Month(i), 1, 0, 0, 0, 0, time.UTC).Format("2006-01"))
 	}
-	c.render(w, r, http.StatusOK, "billing.html", &view{Title: "Billing", Nav: "billing", sess: s, Page: p})
-	return nil
+	return p, nil
 }
 
 func cmpOr(a, b string) string {

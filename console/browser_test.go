@@ -212,7 +212,8 @@ func (tb *tab) shot(name string) {
 }
 
 // docsPages are the screenshots copied to docs/ with -update-docs.
-var docsPages = []string{"offers", "offers-explain", "offer", "create", "instance", "instances", "billing", "hosts", "phone-offers"}
+var docsPages = []string{"offers", "offers-explain", "offer", "create", "instance", "instances", "billing", "hosts", "phone-offers",
+	"volumes", "account", "advisor", "advisor-rent-vs-buy", "advisor-compare", "audit"}
 
 // TestBrowser drives the console in headless Chromium against a real
 // control plane and real host agents (process runtime, simulated GPUs):
@@ -386,7 +387,70 @@ func TestBrowser(t *testing.T) {
 	if st := tb.text("table.statement"); !strings.Contains(st, "compute") || !strings.Contains(st, "storage") || !strings.Contains(st, "vision") {
 		t.Errorf("this month's invoice lacks the instance's compute and storage:\n%s", st)
 	}
+
+	// Set a budget on the billing page; it shows as a bar with its thresholds.
+	tb.run(chromedp.SetValue(chromedp.CSS("#b-name"), "monthly"), chromedp.SetValue(chromedp.CSS("#b-amount"), "25"),
+		chromedp.SetValue(chromedp.CSS("#b-scope"), "project:vision"), chromedp.SetValue(chromedp.CSS("#b-action"), "block"),
+		chromedp.SetValue(chromedp.CSS("#b-secret"), "hook-secret"))
+	tb.follow(chromedp.Click(chromedp.CSS(`form.budget-form button[type="submit"]`)), `tr[data-budget="monthly"]`)
+	if row := tb.text(`tr[data-budget="monthly"]`); !strings.Contains(row, "$25.00") || !strings.Contains(row, "project:vision") || !strings.Contains(row, "block") {
+		t.Errorf("budget row: %q", row)
+	}
+	if bs, err := m.svc.FindBudgets(as(m.renterID)); err != nil || len(bs) != 1 || bs[0].Amount != suanli.Dollars(25) {
+		t.Errorf("budgets after the form: %v %v", bs, err)
+	}
+	tb.run(chromedp.Click(chromedp.CSS("#budget-form summary")), chromedp.WaitVisible(chromedp.CSS("form.budget-form")))
 	tb.shot("billing")
+
+	// A volume on the rig, made on the volumes page.
+	tb.open("/volumes?machine="+strconv.FormatInt(rig, 10), "form.volume-form")
+	tb.run(chromedp.SetValue(chromedp.CSS("#v-name"), "datasets"), chromedp.SetValue(chromedp.CSS("#v-size"), "50"),
+		chromedp.SetValue(chromedp.CSS("#v-project"), "vision"))
+	tb.follow(chromedp.Click(chromedp.CSS(`form.volume-form button[type="submit"]`)), `tr[data-volume="datasets"]`)
+	if row := tb.text(`tr[data-volume="datasets"]`); !strings.Contains(row, "50 GB") || !strings.Contains(row, "ready") {
+		t.Errorf("volume row: %q", row)
+	}
+	tb.shot("volumes")
+
+	// SSH keys and the IP allowlist on the account page.
+	tb.open("/account", "form.key-form")
+	tb.run(chromedp.SetValue(chromedp.CSS("#k-name"), "laptop"), chromedp.SetValue(chromedp.CSS("#k-key"), newPublicKey(t)))
+	tb.follow(chromedp.Click(chromedp.CSS(`form.key-form button[type="submit"]`)), "table.ssh-keys")
+	tb.run(chromedp.SetValue(chromedp.CSS("#n-cidr"), "203.0.113.0/24"), chromedp.SetValue(chromedp.CSS("#n-note"), "office"))
+	tb.follow(chromedp.Click(chromedp.CSS(`form.net-form button[type="submit"]`)), "table.allowlist")
+	if k, n := tb.text("table.ssh-keys"), tb.text("table.allowlist"); !strings.Contains(k, "SHA256:") || !strings.Contains(n, "203.0.113.0/24") {
+		t.Errorf("account page: keys %q, allowlist %q", k, n)
+	}
+	tb.shot("account")
+
+	// The advisor: GPU memory for a fine-tune, rent or buy, public clouds.
+	tb.open("/advisor", "#vram-form")
+	tb.run(chromedp.SetValue(chromedp.CSS("#model"), "llama-3.1-8b"), chromedp.SetValue(chromedp.CSS("#task"), "finetune"),
+		chromedp.SetValue(chromedp.CSS("#lora"), "on"), chromedp.SetValue(chromedp.CSS("#batch"), "4"), chromedp.SetValue(chromedp.CSS("#seq"), "2048"))
+	tb.follow(chromedp.Click(chromedp.CSS(`#vram-form button[type="submit"]`)), "#vram-result")
+	if got := tb.text("#vram-total"); !strings.HasSuffix(got, "GiB") {
+		t.Errorf("vram total %q", got)
+	}
+	if got := tb.text("table.vram-offers"); !strings.Contains(got, "A100") {
+		t.Errorf("offers holding a LoRA fine-tune of Llama 3.1 8B: %q", got)
+	}
+	tb.shot("advisor")
+	tb.open("/advisor/cpu-or-gpu?workload=rendering", "#cpu-result")
+	tb.shot("advisor-cpu-or-gpu")
+	tb.open("/advisor/rent-vs-buy", "#rent-form")
+	tb.run(chromedp.SetValue(chromedp.CSS("#hourly"), "2.5"), chromedp.SetValue(chromedp.CSS("#hours"), "300"),
+		chromedp.SetValue(chromedp.CSS("#hardware-price"), "30000"), chromedp.SetValue(chromedp.CSS("#power-watts"), "700"),
+		chromedp.SetValue(chromedp.CSS("#kwh-price"), "0.15"))
+	tb.follow(chromedp.Click(chromedp.CSS(`#rent-form button[type="submit"]`)), "#rent-result")
+	if v := tb.text("#verdict"); !strings.Contains(v, "The rule of thumb") {
+		t.Errorf("rent-vs-buy verdict %q", v)
+	}
+	tb.shot("advisor-rent-vs-buy")
+	tb.open("/advisor/compare?q=gpu_name%3DA100", "#compare-result")
+	if c := tb.text("#compare-result"); !strings.Contains(c, "A100") || !strings.Contains(c, "%") {
+		t.Errorf("comparison: %q", c)
+	}
+	tb.shot("advisor-compare")
 
 	// Sign out; the provider signs in and sees machines and earnings.
 	tb.follow(chromedp.Click(chromedp.CSS(`form[action="/signout"] button`)), "#api_key")
@@ -400,6 +464,23 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("earnings = %q after a paid rental", e)
 	}
 	tb.shot("hosts")
+
+	// The operator: the audit log, every console change in it, verified.
+	_, opKey, err := m.svc.CreateAccountWithKey(context.Background(), "operator", suanli.RoleOperator, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb.follow(chromedp.Click(chromedp.CSS(`form[action="/signout"] button`)), "#api_key")
+	tb.open("/audit?verify=1", "#api_key")
+	tb.run(chromedp.SendKeys(chromedp.CSS("#api_key"), opKey))
+	tb.follow(chromedp.Click(chromedp.CSS(`form[action="/signin"] button`)), "#verify-status")
+	if st := tb.text("#verify-status"); st != "intact" {
+		t.Errorf("audit verification: %q", st)
+	}
+	if log := tb.text("table.audit"); !strings.Contains(log, "POST /billing/budgets") || !strings.Contains(log, "POST /offers/{id}/rent") {
+		t.Errorf("the audit log lacks the console's changes:\n%s", log)
+	}
+	tb.shot("audit")
 
 	// A phone: the layout fits its width (wide tables scroll in their box).
 	tb.run(chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile))
@@ -418,6 +499,7 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("with JavaScript off the offers table shows %q", got)
 	}
 	tb.open("/hosts", "section.machine")
+	tb.open("/advisor/rent-vs-buy?hourly=2.5&hours=300&hardware-price=30000", "#verdict")
 	tb.run(emulate(emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: false}))
 
 	tb.mu.Lock()

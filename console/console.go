@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/advisor"
 	"github.com/suanli/suanli/auth"
 	"github.com/suanli/suanli/control"
 	shttp "github.com/suanli/suanli/http"
@@ -57,6 +58,10 @@ type Config struct {
 	// a console behind a TLS-terminating proxy. Requests that arrive over
 	// TLS always get Secure cookies.
 	SecureCookies bool
+	// Catalog returns the public-cloud prices the advisor's comparison
+	// uses, read on each comparison (so that a `suanli catalog import`
+	// shows at once); nil means advisor.BuiltinCatalog.
+	Catalog func() ([]advisor.CatalogRow, error)
 	// Limiter and Lockout guard sign-in as they guard the API's login and
 	// key routes (share the API server's, so that failures count across
 	// both); nil: none.
@@ -113,18 +118,23 @@ func New(cfg Config) (*Console, error) {
 }
 
 // Register mounts the console's routes on mux: pages at /, /offers/…,
-// /instances/…, /billing, /hosts, /signin, /signout; assets under /assets/;
+// /instances/…, /volumes, /billing, /hosts, /account, /advisor/…, /signin,
+// /signout; assets under /assets/;
 // JSON for the live-refresh script under /console/api/. It leaves /v1,
 // /healthz and /metrics to the API server.
 func (c *Console) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /assets/{name}", c.handleAsset)
 	mux.HandleFunc("GET /signin", c.handleSignInForm)
-	mux.HandleFunc("POST /signin", c.handleSignIn)
+	mux.HandleFunc("POST /signin", c.audited(c.handleSignIn))
 	mux.HandleFunc("POST /signout", c.form(c.handleSignOut))
 	c.registerOfferRoutes(mux)
 	c.registerInstanceRoutes(mux)
 	c.registerBillingRoutes(mux)
 	c.registerHostRoutes(mux)
+	c.registerVolumeRoutes(mux)
+	c.registerAccountRoutes(mux)
+	c.registerAdvisorRoutes(mux)
+	c.registerAuditRoutes(mux)
 }
 
 // handler is a console page or form handler: r's context carries the
@@ -149,9 +159,9 @@ func (c *Console) page(h handler) http.HandlerFunc {
 
 // form wraps a POST handler: it needs a session (else a redirect to
 // sign-in) and the session's CSRF token in the form (else 403, and nothing
-// changes).
+// changes). Every submission, refused or not, gets an audit entry.
 func (c *Console) form(h handler) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return c.audited(func(w http.ResponseWriter, r *http.Request) {
 		setHeaders(w)
 		r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
 		r, s, ok := c.signedIn(w, r)
@@ -165,8 +175,12 @@ func (c *Console) form(h handler) http.HandlerFunc {
 		if err := h(w, r, s); err != nil {
 			c.renderError(w, r, s, err)
 		}
-	}
+	})
 }
+
+// errNoSession is what a form posted without a session meets (it is
+// redirected to sign-in); its audit entry says so.
+var errNoSession = suanli.Errorf(suanli.EUNAUTHORIZED, "not signed in")
 
 // errCSRF is what a form without the right token gets.
 var errCSRF = suanli.Errorf(suanli.EFORBIDDEN, "this form has expired or did not come from this console: reload the page and submit it again")
@@ -185,6 +199,9 @@ func (c *Console) signedIn(w http.ResponseWriter, r *http.Request) (*http.Reques
 				next = u.RequestURI()
 			}
 		}
+		if n := noteOf(r); n != nil {
+			n.err = errNoSession
+		}
 		http.Redirect(w, r, "/signin?next="+url.QueryEscape(safeNext(next)), http.StatusSeeOther)
 		return r, nil, false
 	}
@@ -198,6 +215,9 @@ func (c *Console) signedIn(w http.ResponseWriter, r *http.Request) (*http.Reques
 		}
 		c.renderSignIn(w, r, http.StatusUnauthorized, safeNext(r.URL.RequestURI()), "Signed out: "+suanli.ErrorMessage(err))
 		return r, nil, false
+	}
+	if n := noteOf(r); n != nil {
+		n.principal = p
 	}
 	return r.WithContext(suanli.NewContextWithPrincipal(r.Context(), p)), s, true
 }
@@ -288,8 +308,15 @@ func (c *Console) renderError(w http.ResponseWriter, r *http.Request, s *session
 	code := suanli.ErrorCode(err)
 	status := shttp.StatusOf(code)
 	msg := suanli.ErrorMessage(err)
+	n := noteOf(r)
+	if n != nil {
+		n.err = err
+	}
 	if code == suanli.EINTERNAL {
 		rid := newRequestID()
+		if n != nil {
+			rid = n.rid
+		}
 		c.log.Error("console request failed", "method", r.Method, "path", r.URL.Path, "request_id", rid, "err", err)
 		msg = "internal error (request " + rid + ")"
 	}
@@ -416,6 +443,34 @@ func redirect(w http.ResponseWriter, r *http.Request, path string) {
 	http.Redirect(w, r, path, http.StatusSeeOther)
 }
 
+// confirmPage is the confirmation template's data: the page a destructive
+// form without confirmed=yes gets (JavaScript off; with it, a dialog asks
+// first). Its own form posts Fields back to Post with confirmed=yes.
+type confirmPage struct {
+	Heading string // "Destroy instance 3?"
+	Text    string // what the action does, in full
+	Post    string // the form's action
+	Back    string // where Cancel goes
+	Label   string // the button's text
+	Danger  bool
+	Fields  []hiddenField // the original form's inputs, csrf and confirmed aside
+}
+
+// hiddenField is one input a confirmation page carries over.
+type hiddenField struct{ Name, Value string }
+
+// confirm shows a confirmation page for a form that was not confirmed.
+func (c *Console) confirm(w http.ResponseWriter, r *http.Request, s *session, nav string, p confirmPage) {
+	if n := noteOf(r); n != nil {
+		n.asked = true
+	}
+	c.render(w, r, http.StatusOK, "confirm.html", &view{Title: strings.TrimSuffix(p.Heading, "?"), Nav: nav, sess: s, Page: p})
+}
+
+// confirmed reports whether a form carries confirmed=yes (set by the
+// dialog, or by the confirmation page's own form).
+func confirmed(r *http.Request) bool { return r.PostFormValue("confirmed") == "yes" }
+
 // notices are the confirmations a redirect can ask the next page to show.
 // Only these fixed texts are shown, so a crafted link cannot put words of
 // its own on a console page.
@@ -427,6 +482,16 @@ var notices = map[string]string{
 	"listed":    "Listing saved: new rentals get these terms; running ones keep theirs.",
 	"unlisted":  "Taken off the market: running rentals continue.",
 	"signedout": "Signed out.",
+
+	"budgetset":     "Budget saved: its alerts fire once per threshold per period, here and at its webhook.",
+	"budgetdeleted": "Budget deleted.",
+	"volumecreated": "Volume created: it is billed per GB-month until you delete it; attach it when you rent on its machine.",
+	"volumedeleted": "Volume deleted: billing has stopped, and the host overwrites and removes its data.",
+	"keyadded":      "SSH key added: suanli ssh can now get certificates for it.",
+	"keyremoved":    "SSH key removed: no new certificates are issued for it; issued ones expire within minutes.",
+	"netadded":      "Network added: new SSH certificates are valid only from your allowlist.",
+	"netremoved":    "Network removed from the allowlist: new certificates leave it out.",
+	"paidout":       "Payout requested: the amount has left your earnings balance.",
 }
 
 // withNotice adds a notice code (a key of notices) to a redirect target.

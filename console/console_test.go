@@ -2,16 +2,35 @@ package console_test
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/ssh"
+
 	"github.com/suanli/suanli"
 	"github.com/suanli/suanli/control"
 )
+
+// newPublicKey returns a new ed25519 public key in authorized_keys form.
+func newPublicKey(t *testing.T) string {
+	t.Helper()
+	pub, _, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := ssh.NewPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(ssh.MarshalAuthorizedKey(k))) + " test@suanli"
+}
 
 // formCase is one form of the console: who submits it, where it posts,
 // what a valid submission sends, and whether anything changed.
@@ -73,6 +92,70 @@ func TestFormsNeedSessionAndCSRF(t *testing.T) {
 		t.Fatal(err)
 	}
 	ids := func(path string, id int64) string { return strings.Replace(path, "ID", strconv.FormatInt(id, 10), 1) }
+	// The provider has earnings to pay out: instance a ran an hour, settled.
+	if _, err := m.svc.Store.UpdateInstance(context.Background(), a.ID, now.Add(-time.Hour), now, func(in *suanli.Instance) error {
+		in.Status = suanli.StatusRunning
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.svc.Store.Settle(context.Background(), now); err != nil {
+		t.Fatal(err)
+	}
+	// A key and a network to remove.
+	oldKey, err := m.svc.AddSSHKey(as(m.renterID), "old", newPublicKey(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldNet, err := m.svc.AddAllowedNetwork(as(m.renterID), "198.51.100.0/24", "old office")
+	if err != nil {
+		t.Fatal(err)
+	}
+	budget := func(name string) *suanli.Budget {
+		bs, err := m.svc.FindBudgets(as(m.renterID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range bs {
+			if b.Name == name {
+				return b
+			}
+		}
+		return nil
+	}
+	volume := func(name string) *suanli.Volume {
+		vs, err := m.svc.FindVolumes(as(m.renterID), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range vs {
+			if v.Name == name {
+				return v
+			}
+		}
+		return nil
+	}
+	hasKey := func(id int64) bool {
+		ks, err := m.svc.FindSSHKeys(as(m.renterID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.ContainsFunc(ks, func(k *suanli.SSHKey) bool { return k.ID == id })
+	}
+	keys := func() int {
+		ks, err := m.svc.FindSSHKeys(as(m.renterID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ks)
+	}
+	hasNet := func(cidr string) bool {
+		ns, err := m.svc.FindAllowedNetworks(as(m.renterID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.ContainsFunc(ns, func(n *suanli.AllowedNetwork) bool { return n.CIDR == cidr })
+	}
 
 	renter, provider := m.browser(), m.browser()
 	tokens := map[string]string{"renter": renter.signIn(m.renterKey), "provider": provider.signIn(m.providerKey)}
@@ -100,6 +183,12 @@ func TestFormsNeedSessionAndCSRF(t *testing.T) {
 		{name: "destroy", who: "renter", path: ids("/instances/ID/destroy", a.ID), okCode: http.StatusSeeOther,
 			form:    url.Values{"confirmed": {"yes"}},
 			changed: func(t *testing.T, p page) bool { return m.instance(t, a.ID).Status == suanli.StatusDestroyed }},
+		{name: "volume-create", who: "renter", path: "/volumes", okCode: http.StatusSeeOther,
+			form:    url.Values{"name": {"data"}, "machine_id": {strconv.FormatInt(mid, 10)}, "size_gb": {"5"}, "project": {"ml"}},
+			changed: func(t *testing.T, p page) bool { return volume("data") != nil }},
+		{name: "volume-delete", who: "renter", path: "/volumes/delete", okCode: http.StatusSeeOther,
+			form:    url.Values{"name": {"data"}, "confirmed": {"yes"}},
+			changed: func(t *testing.T, p page) bool { return volume("data") == nil }},
 		{name: "listing", who: "provider", path: ids("/hosts/ID/listing", mid), okCode: http.StatusSeeOther,
 			form:    url.Values{"price_gpu": {"0.55"}},
 			changed: func(t *testing.T, p page) bool { return m.machine(t, mid).Listing.PriceGPU != 400_000 }},
@@ -107,6 +196,36 @@ func TestFormsNeedSessionAndCSRF(t *testing.T) {
 			changed: func(t *testing.T, p page) bool { return !m.machine(t, mid).Listing.Listed }},
 		{name: "join-token", who: "provider", path: "/hosts/join-token", okCode: http.StatusOK,
 			changed: func(t *testing.T, p page) bool { return strings.Contains(p.body, "sl_join_") }},
+		{name: "payout", who: "provider", path: "/hosts/payout", okCode: http.StatusSeeOther,
+			changed: func(t *testing.T, p page) bool {
+				e, err := m.svc.Earnings(as(m.providerID), now.AddDate(0, 0, -1), now.Add(time.Hour))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return e.PaidOut != 0
+			}},
+		{name: "budget-set", who: "renter", path: "/billing/budgets", okCode: http.StatusSeeOther,
+			form: url.Values{"name": {"ml"}, "scope": {"project:ml"}, "amount": {"50"}, "period": {"monthly"}, "thresholds": {"50, 90"},
+				"action": {"block"}, "webhook_url": {"https://hooks.example/x"}, "webhook_secret": {"s3cret"}},
+			changed: func(t *testing.T, p page) bool {
+				b := budget("ml")
+				return b != nil && b.Amount == suanli.Dollars(50) && b.Action == suanli.BudgetBlock && b.Scope == "project:ml" && slices.Equal(b.Thresholds, []int{50, 90})
+			}},
+		{name: "budget-delete", who: "renter", path: "/billing/budgets/delete", okCode: http.StatusSeeOther,
+			form:    url.Values{"name": {"ml"}, "confirmed": {"yes"}},
+			changed: func(t *testing.T, p page) bool { return budget("ml") == nil }},
+		{name: "ssh-key-add", who: "renter", path: "/account/ssh-keys", okCode: http.StatusSeeOther,
+			form:    url.Values{"name": {"laptop"}, "public_key": {newPublicKey(t)}},
+			changed: func(t *testing.T, p page) bool { return keys() != 1 }},
+		{name: "ssh-key-remove", who: "renter", path: ids("/account/ssh-keys/ID/delete", oldKey.ID), okCode: http.StatusSeeOther,
+			form:    url.Values{"confirmed": {"yes"}},
+			changed: func(t *testing.T, p page) bool { return !hasKey(oldKey.ID) }},
+		{name: "allowlist-add", who: "renter", path: "/account/allowlist", okCode: http.StatusSeeOther,
+			form:    url.Values{"cidr": {"203.0.113.7"}, "note": {"home"}},
+			changed: func(t *testing.T, p page) bool { return hasNet("203.0.113.7/32") }},
+		{name: "allowlist-remove", who: "renter", path: ids("/account/allowlist/ID/delete", oldNet.ID), okCode: http.StatusSeeOther,
+			form:    url.Values{"confirmed": {"yes"}},
+			changed: func(t *testing.T, p page) bool { return !hasNet(oldNet.CIDR) }},
 		{name: "signout", who: "renter", path: "/signout", okCode: http.StatusSeeOther,
 			changed: func(t *testing.T, p page) bool { return renter.get("/billing").status != http.StatusOK }},
 	}
@@ -230,7 +349,8 @@ func TestPagesNeedSession(t *testing.T) {
 	in := mustInstance(t, m, mid)
 	id := strconv.FormatInt(in.ID, 10)
 	pages := []string{"/", "/?gpu=RTX+4090", "/offers/" + strconv.FormatInt(mid, 10), "/offers/" + strconv.FormatInt(mid, 10) + "/rent",
-		"/instances", "/instances/" + id, "/billing", "/billing/charges.csv", "/hosts"}
+		"/instances", "/instances/" + id, "/billing", "/billing/charges.csv", "/billing?edit=x", "/hosts", "/volumes", "/account", "/advisor",
+		"/advisor/rent-vs-buy", "/audit"}
 	anon := m.browser()
 	for _, p := range pages {
 		r := anon.get(p)

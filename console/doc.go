@@ -1,9 +1,11 @@
 // Package console is Suanli's web console: the pages a renter or provider
 // uses in a browser instead of the CLI. It owns
 //
-//   - the console's routes (offers at /, offer detail and quote, create,
-//     instances, instance detail, billing, hosts, sign-in), mounted on the
-//     API server's mux by cmd/suanli;
+//   - the console's routes (offers at /, offer detail and quote, create
+//     with its volume picker, instances, instance detail, volumes, billing
+//     with budgets, hosts with payouts, account with SSH keys and the IP
+//     allowlist, the advisor's tools, the audit log, sign-in), mounted on
+//     the API server's mux by cmd/suanli;
 //   - browser sessions: an API key (or temporary token) is exchanged at
 //     sign-in for a random session id kept in server memory with idle and
 //     absolute expiry; the cookie carries only that id (HttpOnly,
@@ -17,7 +19,9 @@
 //   - presentation: the SVG charts (spend by day, shares, budget bars) drawn
 //     on the server from the control plane's cost reports, in suanli.Money
 //     integer arithmetic; quotes, budgets, invoices and earnings are the
-//     control plane's own (Quote, FindBudgets, Invoice, Earnings).
+//     control plane's own (Quote, FindBudgets, Invoice, Earnings), and
+//     the advice is package advisor's (EstimateVRAM, AdviseCPUOrGPU,
+//     RentVsBuy, Compare), called directly with the market's offers.
 //
 // It calls the control plane's services with the signed-in caller's
 // suanli.Principal in the context, exactly as the JSON API does, so every
@@ -29,4 +33,11 @@
 //
 // Pages are server-rendered and readable with JavaScript off; the small
 // script only adds live refresh, log tailing and confirmation dialogs.
+// Forms that change something post with the session's CSRF token, and the
+// destructive ones (destroy, delete a budget or a volume, remove a key or a
+// network) ask first: in a dialog, or, without JavaScript, on a
+// confirmation page. The advisor's forms are GET: advice changes nothing.
+// Every POST (each form, refused or not, and sign-in) is recorded in the
+// control plane's audit log as the API's mutations are, with the detail
+// "web console".
 package console

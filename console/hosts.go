@@ -14,6 +14,7 @@ func (c *Console) registerHostRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /hosts/{id}/listing", c.form(c.handleListing))
 	mux.HandleFunc("POST /hosts/{id}/unlist", c.form(c.handleUnlist))
 	mux.HandleFunc("POST /hosts/join-token", c.form(c.handleJoinToken))
+	mux.HandleFunc("POST /hosts/payout", c.form(c.handlePayout))
 }
 
 // listingInputs are a listing form's inputs, as typed; names are the
@@ -85,6 +86,9 @@ type hostsPage struct {
 	Operator bool
 	Token    *suanli.JoinToken
 	Server   string
+
+	PayoutAmount string // the payout form's amount, as typed
+	PayoutErr    *fieldError
 }
 
 func (c *Console) hostsPage(r *http.Request) (*hostsPage, error) {
@@ -184,5 +188,41 @@ func (c *Console) handleJoinToken(w http.ResponseWriter, r *http.Request, s *ses
 	}
 	p.Token, p.Server = tok, scheme+"://"+r.Host
 	c.render(w, r, http.StatusOK, "hosts.html", &view{Title: "Hosts", Nav: "hosts", sess: s, Page: p})
+	return nil
+}
+
+// handlePayout pays out the provider's earnings: the amount typed, or all
+// that is available when it is empty. Errors (nothing to pay out, more
+// than is available) come back on the form.
+func (c *Console) handlePayout(w http.ResponseWriter, r *http.Request, s *session) error {
+	text := strings.TrimSpace(r.PostFormValue("amount"))
+	auditTarget(r, "payout of "+cmpOr(text, "everything available"))
+	var amount suanli.Money
+	var err error
+	if text != "" {
+		if amount, err = suanli.ParseMoney(text); err != nil {
+			err = suanli.FieldErrorf("amount", "%v", err)
+		} else if amount <= 0 {
+			err = suanli.FieldErrorf("amount", "give a positive amount, or leave it empty to pay out everything available")
+		}
+	}
+	if err == nil {
+		_, err = c.svc.Payout(r.Context(), amount)
+	}
+	if err != nil {
+		fe := formError(err)
+		if fe == nil {
+			return err
+		}
+		p, perr := c.hostsPage(r)
+		if perr != nil {
+			return perr
+		}
+		p.PayoutAmount, p.PayoutErr = text, fe
+		c.render(w, r, statusOf(err), "hosts.html", &view{Title: "Hosts", Nav: "hosts", sess: s, Page: p})
+		return nil
+	}
+	c.log.Info("console payout", "amount", amount.String(), "account_id", s.accountID)
+	redirect(w, r, withNotice("/hosts", "paidout"))
 	return nil
 }

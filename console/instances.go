@@ -180,15 +180,6 @@ func (c *Console) tailLog(r *http.Request, id int64) (string, int64, bool, error
 	return strings.ToValidUTF8(string(data), "\uFFFD"), chunk.Next, cut, nil
 }
 
-// confirmPage is the confirmation template's data (the no-JavaScript path).
-type confirmPage struct {
-	Action string
-	Label  string
-	Text   string
-	ID     int64
-	Danger bool
-}
-
 // instanceAction stops, starts or destroys an instance once confirmed. A
 // form without confirmed=yes (JavaScript off) gets a confirmation page
 // whose own form carries it.
@@ -198,14 +189,15 @@ func (c *Console) instanceAction(action string) handler {
 		if err != nil {
 			return err
 		}
-		if r.PostFormValue("confirmed") != "yes" {
+		if !confirmed(r) {
 			in, err := c.svc.FindInstanceByID(r.Context(), id)
 			if err != nil {
 				return err
 			}
 			label := strings.ToUpper(action[:1]) + action[1:]
-			c.render(w, r, http.StatusOK, "confirm.html", &view{Title: label + " instance " + strconv.FormatInt(id, 10), Nav: "instances", sess: s,
-				Page: confirmPage{Action: action, Label: label, Text: confirmText(action, in), ID: id, Danger: action != "start"}})
+			page := "/instances/" + strconv.FormatInt(id, 10)
+			c.confirm(w, r, s, "instances", confirmPage{Heading: label + " instance " + strconv.FormatInt(id, 10) + "?", Text: confirmText(action, in),
+				Post: page + "/" + action, Back: page, Label: label, Danger: action != "start"})
 			return nil
 		}
 		var code string

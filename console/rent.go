@@ -3,6 +3,7 @@ package console
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -17,6 +18,8 @@ type rentInputs struct {
 	TTL, Idle, IdleMinutes, StopWindows, DestroyDays     string // ghost-spend guards
 	Restart, Recover                                     string
 	Template, Ports                                      string
+	Volumes                                              []string          // names of the volumes to attach
+	Paths                                                map[string]string // where each is mounted, by name
 }
 
 // Guard and restart inputs are named after the API's fields, so that an
@@ -27,7 +30,33 @@ func readRentInputs(v url.Values) rentInputs {
 		Project: v.Get("project"), Tags: v.Get("tags"), TTL: v.Get("guards.max_runtime"), Idle: v.Get("idle_stop"),
 		IdleMinutes: v.Get("guards.idle_stop_minutes"), StopWindows: v.Get("guards.stop_windows"),
 		DestroyDays: v.Get("guards.destroy_after_stopped_days"), Restart: v.Get("restart.policy"), Recover: v.Get("restart.recover"),
-		Template: v.Get("template"), Ports: v.Get("ports")}
+		Template: v.Get("template"), Ports: v.Get("ports"), Volumes: v["volume"], Paths: volumePaths(v)}
+}
+
+// volumePaths reads the volume picker's path inputs (path.NAME).
+func volumePaths(v url.Values) map[string]string {
+	out := map[string]string{}
+	for k := range v {
+		if name, ok := strings.CutPrefix(k, "path."); ok {
+			out[name] = v.Get(k)
+		}
+	}
+	return out
+}
+
+// mounts turns the picked volumes into mounts (-v NAME:/path). The
+// service checks that each is the caller's, on the offer's machine, free,
+// and mounted at a distinct absolute path.
+func (in rentInputs) mounts() ([]suanli.VolumeMount, error) {
+	var out []suanli.VolumeMount
+	for _, name := range in.Volumes {
+		p := strings.TrimSpace(in.Paths[name])
+		if p == "" {
+			return nil, suanli.FieldErrorf("volumes", "give the path to mount volume %q at, such as /data", name)
+		}
+		out = append(out, suanli.VolumeMount{Name: name, Path: p})
+	}
+	return out, nil
 }
 
 // parsePairs reads NAME=value lines for field; blank lines and lines
@@ -128,6 +157,9 @@ func (in rentInputs) create(offerID int64) (suanli.InstanceCreate, error) {
 	if c.Guards, err = in.guards(); err != nil {
 		return c, err
 	}
+	if c.Volumes, err = in.mounts(); err != nil {
+		return c, err
+	}
 	c.Restart.Policy = in.Restart
 	if in.Recover != "" {
 		c.Restart.Recover = "elsewhere"
@@ -166,10 +198,39 @@ type rentPage struct {
 	Templates []suanli.Template
 	Quote     *suanli.Quote // an hour of the chosen size; nil when the inputs do not price
 	QuoteErr  string        // why they do not
+	Volumes   []volumeChoice
+}
+
+// volumeChoice is one of the renter's volumes on the offer's machine, as
+// the rent form's picker shows it.
+type volumeChoice struct {
+	V       *suanli.Volume
+	Path    string // where it is mounted: as typed, else /NAME
+	Checked bool
+}
+
+// volumeChoices lists the caller's volumes on machine id for the picker.
+func (c *Console) volumeChoices(r *http.Request, machineID int64, in rentInputs) []volumeChoice {
+	vs, err := c.svc.FindVolumes(r.Context(), false)
+	if err != nil {
+		return nil // the form still works without the picker
+	}
+	var out []volumeChoice
+	for _, v := range vs {
+		if v.MachineID != machineID || v.Status == suanli.VolumeDeleted {
+			continue
+		}
+		ch := volumeChoice{V: v, Path: "/" + v.Name, Checked: slices.Contains(in.Volumes, v.Name)}
+		if p, ok := in.Paths[v.Name]; ok {
+			ch.Path = p
+		}
+		out = append(out, ch)
+	}
+	return out
 }
 
 func (c *Console) renderRent(w http.ResponseWriter, r *http.Request, s *session, status int, o *suanli.Offer, in rentInputs, fe *fieldError) {
-	p := rentPage{Offer: o, In: in, Error: fe, GPUChoice: gpuChoices(o), Templates: suanli.Templates}
+	p := rentPage{Offer: o, In: in, Error: fe, GPUChoice: gpuChoices(o), Templates: suanli.Templates, Volumes: c.volumeChoices(r, o.MachineID, in)}
 	qr, err := quoteInputs{GPUs: in.GPUs, Disk: in.Disk, Hours: "1", Type: in.Type, Bid: in.Bid}.request(o.ID)
 	if err == nil {
 		p.Quote, err = c.svc.Quote(r.Context(), qr)
@@ -232,6 +293,7 @@ func (c *Console) handleRent(w http.ResponseWriter, r *http.Request, s *session)
 		c.renderRent(w, r, s, statusOf(err), o, in, fe)
 		return nil
 	}
+	auditTarget(r, "instance "+strconv.FormatInt(inst.ID, 10)+" on offer "+strconv.FormatInt(id, 10))
 	c.log.Info("console rental", "instance_id", inst.ID, "account_id", s.accountID)
 	redirect(w, r, withNotice("/instances/"+strconv.FormatInt(inst.ID, 10), "created"))
 	return nil

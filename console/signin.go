@@ -68,6 +68,9 @@ func (c *Console) handleSignIn(w http.ResponseWriter, r *http.Request) {
 			c.renderError(w, r, nil, err)
 			return
 		}
+		if n := noteOf(r); n != nil {
+			n.err = err
+		}
 		if c.cfg.Lockout != nil && suanli.ErrorCode(err) == suanli.EUNAUTHORIZED {
 			c.cfg.Lockout.Fail(ip)
 		}
@@ -77,6 +80,9 @@ func (c *Console) handleSignIn(w http.ResponseWriter, r *http.Request) {
 	if p.MachineID != 0 || p.InstanceID != 0 {
 		c.renderSignIn(w, r, http.StatusUnauthorized, next, "this is a host agent's or an instance's credential: sign in with your own API key")
 		return
+	}
+	if n := noteOf(r); n != nil {
+		n.principal = p
 	}
 	acct, err := c.svc.Me(suanli.NewContextWithPrincipal(r.Context(), p))
 	if err != nil {

@@ -9,8 +9,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/advisor"
 )
 
 // funcs are the helpers templates use. Money is only ever shown through
@@ -42,6 +45,43 @@ var funcs = template.FuncMap{
 	"dur":         func(d suanli.Duration) string { return time.Duration(d).String() },
 	"gpuUtil":     gpuUtil,
 	"mbGB":        func(mb int64) string { return formatNum(float64(mb) / 1024) },
+	"gib":         gib,
+	"bp":          advisor.FormatBP,
+	"params":      advisor.FormatParams,
+	"offersLink":  offersLink,
+	"list":        func(s ...string) []string { return s },
+	"sentence":    sentence,
+	"auditClass":  auditClass,
+	"gibDelta": func(b int64) string {
+		if b >= 0 {
+			return "+" + gib(b)
+		}
+		return gib(b)
+	},
+}
+
+// auditClass colours an audit entry's result ("303", "403 forbidden",
+// "ok"): succeeded, refused (4xx, or any error code), or failed (5xx).
+func auditClass(result string) string {
+	switch {
+	case strings.HasPrefix(result, "5"):
+		return "st-bad"
+	case strings.HasPrefix(result, "4"), strings.Contains(result, " "):
+		return "st-busy"
+	case strings.HasPrefix(result, "2"), strings.HasPrefix(result, "3"), result == "ok":
+		return "st-ok"
+	}
+	return "st-idle"
+}
+
+// sentence starts s with a capital letter: the advisor's explanations are
+// clauses ("no CPU-only offer matched; …") that a page shows as sentences.
+func sentence(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	if n == 0 {
+		return s
+	}
+	return string(unicode.ToUpper(r)) + s[n:]
 }
 
 // withQuery returns path?query (path alone when query is empty); templates

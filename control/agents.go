@@ -82,6 +82,11 @@ func (s *Service) Sync(ctx context.Context, r *suanli.SyncRequest) (*suanli.Sync
 	}
 	s.tasks.deliver(m.ID, r.TaskResults)
 	if changed {
+		// GPUs may have been freed (a stop, an exit, a notice that ended):
+		// whoever waits for them may win them now.
+		if err := s.rebalance(ctx, m.ID); err != nil {
+			s.Logger.Error("rebalance", "machine_id", m.ID, "err", err)
+		}
 		if err := s.refreshOffer(ctx, m.ID); err != nil {
 			return nil, err
 		}
@@ -132,46 +137,65 @@ func (s *Service) applyReport(ctx context.Context, machineID int64, rep suanli.I
 		next, msg := in.Status, rep.Message
 		switch rep.Status {
 		case suanli.StatusPulling:
-			if in.Desired == suanli.DesiredRunning {
+			if runnable(in) {
 				next = suanli.StatusPulling
 			}
 		case suanli.StatusRunning:
-			if in.Desired == suanli.DesiredRunning {
+			if runnable(in) {
 				next, msg = suanli.StatusRunning, ""
 			}
-		case suanli.StatusStopped:
-			// An exit or failure already explains why it is not running: keep it.
-			if in.Status != suanli.StatusPending && in.Status != suanli.StatusExited && in.Status != suanli.StatusFailed {
-				next = suanli.StatusStopped
-			}
-			if in.RestartPending {
-				restartIfPending(in)
-				next, msg = in.Status, in.StatusMessage
-			}
-		case suanli.StatusExited:
-			if in.Status == suanli.StatusExited || in.RestartPending {
-				break // already handled
-			}
-			next, in.Desired = suanli.StatusExited, suanli.DesiredStopped
-			if rep.ExitCode != nil {
-				c := *rep.ExitCode
-				in.ExitCode = &c
-				if msg == "" {
-					msg = fmt.Sprintf("the command exited with code %d", c)
+		case suanli.StatusStopped, suanli.StatusExited, suanli.StatusFailed:
+			if in.Status == suanli.StatusPreempting {
+				// The notice is over: compute billing ends; it waits for GPUs.
+				next, msg = suanli.StatusStopped, "stopped by the renter while preempted"
+				if in.Desired == suanli.DesiredRunning {
+					next, msg = suanli.StatusPreempted, "preempted: stopped after its notice; the disk stays and it resumes by itself when it wins GPUs again"
+					t := now
+					in.WaitingSince = &t
 				}
-			}
-			prev := in.StatusMessage
-			if restartAfterExit(in, in.ExitCode); in.StatusMessage != prev {
-				msg = in.StatusMessage
-			}
-		case suanli.StatusFailed:
-			if in.Status == suanli.StatusFailed || in.RestartPending {
 				break
 			}
-			next, in.Desired = suanli.StatusFailed, suanli.DesiredStopped
-			prev := in.StatusMessage
-			if restartAfterExit(in, nil); in.StatusMessage != prev {
-				msg = rep.Message + "; " + in.StatusMessage
+			switch rep.Status {
+			case suanli.StatusStopped:
+				// An exit or failure already explains why it is not running,
+				// a new or resumed instance is held back while another one
+				// stops, and a preempted or queued one waits: keep them.
+				switch in.Status {
+				case suanli.StatusPending, suanli.StatusScheduling, suanli.StatusExited, suanli.StatusFailed, suanli.StatusPreempted, suanli.StatusStopped:
+				default:
+					next = suanli.StatusStopped
+				}
+				if in.RestartPending {
+					restartIfPending(in)
+					next, msg = in.Status, in.StatusMessage
+				}
+			case suanli.StatusExited:
+				if in.Status == suanli.StatusExited || in.RestartPending {
+					break // already handled
+				}
+				next, in.Desired = suanli.StatusExited, suanli.DesiredStopped
+				in.WaitingSince = nil
+				if rep.ExitCode != nil {
+					c := *rep.ExitCode
+					in.ExitCode = &c
+					if msg == "" {
+						msg = fmt.Sprintf("the command exited with code %d", c)
+					}
+				}
+				prev := in.StatusMessage
+				if restartAfterExit(in, in.ExitCode); in.StatusMessage != prev {
+					msg = in.StatusMessage
+				}
+			case suanli.StatusFailed:
+				if in.Status == suanli.StatusFailed || in.RestartPending {
+					break
+				}
+				next, in.Desired = suanli.StatusFailed, suanli.DesiredStopped
+				in.WaitingSince = nil
+				prev := in.StatusMessage
+				if restartAfterExit(in, nil); in.StatusMessage != prev {
+					msg = rep.Message + "; " + in.StatusMessage
+				}
 			}
 		}
 		if in.Status == suanli.StatusDestroyed {
@@ -209,6 +233,42 @@ func (s *Service) applyReport(ctx context.Context, machineID int64, rep suanli.I
 }
 
 var errIgnore = fmt.Errorf("ignore")
+
+// runnable reports whether the control plane wants in running now and it
+// owns its GPUs: a report that it runs (or pulls) then moves its status.
+func runnable(in *suanli.Instance) bool {
+	switch in.Status {
+	case suanli.StatusPending, suanli.StatusScheduling, suanli.StatusPulling, suanli.StatusRunning, suanli.StatusLost:
+		return in.Desired == suanli.DesiredRunning
+	}
+	return false
+}
+
+// specDesired is what the agent is asked for one instance: running only
+// while the instance owns its GPUs (not lost, preempting, preempted or
+// queued) and, until it runs, no preempted workload still occupies any of
+// them (on a CPU-only machine: none is still stopping), so that two
+// workloads never share a GPU.
+func specDesired(in *suanli.Instance, m *suanli.Machine, draining map[int]bool, cpuDraining bool) string {
+	if in.Desired != suanli.DesiredRunning {
+		return in.Desired
+	}
+	if !in.OwnsGPUs() || in.Status == suanli.StatusLost {
+		return suanli.DesiredStopped
+	}
+	if in.Status == suanli.StatusRunning {
+		return suanli.DesiredRunning
+	}
+	if !m.IsGPU() && cpuDraining {
+		return suanli.DesiredStopped
+	}
+	for _, g := range in.GPUIndexes {
+		if draining[g] {
+			return suanli.DesiredStopped
+		}
+	}
+	return suanli.DesiredRunning
+}
 
 func (s *Service) desired(ctx context.Context, machineID int64, r *suanli.SyncRequest) (*suanli.SyncResponse, error) {
 	if r.Wait {
@@ -254,13 +314,19 @@ func (s *Service) desired(ctx context.Context, machineID int64, r *suanli.SyncRe
 	if err != nil {
 		return nil, err
 	}
+	draining, cpuDraining := map[int]bool{}, false
 	for _, in := range ins {
-		spec := suanli.InstanceSpec{ID: in.ID, Desired: in.Desired, Image: in.Image, Cmd: in.Cmd, Env: in.Env, DiskGB: in.DiskGB, Ports: in.Ports, Volumes: in.Volumes,
-			GPUIndexes: in.GPUIndexes, Simulated: in.Simulated, CPUCores: in.CPUCores, RAMMB: int64(in.RAMGB * 1024),
-			StopGrace: time.Duration(m.Listing.PreemptGraceS) * time.Second}
-		if spec.Desired == suanli.DesiredRunning && (in.Status == suanli.StatusLost) {
-			spec.Desired = suanli.DesiredStopped
+		if in.Status == suanli.StatusPreempting {
+			cpuDraining = true
+			for _, g := range in.GPUIndexes {
+				draining[g] = true
+			}
 		}
+	}
+	for _, in := range ins {
+		spec := suanli.InstanceSpec{ID: in.ID, Desired: specDesired(in, m, draining, cpuDraining), Image: in.Image, Cmd: in.Cmd, Env: in.Env,
+			DiskGB: in.DiskGB, Ports: in.Ports, Volumes: in.Volumes, GPUIndexes: in.GPUIndexes, Simulated: in.Simulated, CPUCores: in.CPUCores,
+			RAMMB: int64(in.RAMGB * 1024), StopGrace: time.Duration(m.Listing.PreemptGraceS) * time.Second}
 		if spec.Desired != suanli.DesiredDestroyed {
 			spec.Token = auth.InstanceToken(s.tokenKey, in.ID, auth.InstanceTokenExpiry(s.now()))
 		}

@@ -51,6 +51,9 @@ type Config struct {
 	// LowBalanceHours: warn when the balance covers fewer hours than this
 	// at the current burn rate. Default 24.
 	LowBalanceHours int
+	// MarketSampleInterval is how often listed prices and fill are recorded
+	// in the price history; default 5m.
+	MarketSampleInterval time.Duration
 }
 
 func (c *Config) setDefaults() {
@@ -74,6 +77,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.LowBalanceHours <= 0 {
 		c.LowBalanceHours = 24
+	}
+	if c.MarketSampleInterval <= 0 {
+		c.MarketSampleInterval = 5 * time.Minute
 	}
 }
 

@@ -202,8 +202,15 @@ func (s *Service) destroyByGuard(ctx context.Context, in *suanli.Instance, reaso
 	return nil
 }
 
-// afterChange wakes the machine's agent and refreshes its offer.
+// afterChange follows any change to a machine's instances: whoever waits
+// for units the change freed (or that a changed bid now wins) gets them, and
+// owners that now lose them are preempted (rebalance); then the machine's
+// agent is woken and its offer refreshed. A failed rebalance is logged: the
+// change itself stands, and the next change or sync arbitrates again.
 func (s *Service) afterChange(ctx context.Context, machineID int64) {
+	if err := s.rebalance(ctx, machineID); err != nil {
+		s.Logger.Error("rebalance", "machine_id", machineID, "err", err)
+	}
 	s.hub.wake(machineID)
 	if err := s.refreshOffer(ctx, machineID); err != nil {
 		s.Logger.Error("refresh offer", "machine_id", machineID, "err", err)

@@ -6,13 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/suanli/suanli"
 	"github.com/suanli/suanli/sched"
-	"github.com/suanli/suanli/sqlstore"
 )
 
 var envKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -97,8 +95,8 @@ func validateCreate(c *suanli.InstanceCreate) error {
 	if r := c.RegistryAuth; r != nil && (r.Username == "" || r.Password == "") {
 		return suanli.FieldErrorf("registry_auth", "give both a username and a password (or a token as the password)")
 	}
-	if len(c.Label) > 200 {
-		return suanli.FieldErrorf("label", "longer than 200 characters")
+	if err := validateLabel(c.Label); err != nil {
+		return err
 	}
 	if len(c.Project) > 100 || strings.ContainsAny(c.Project, ":= ") {
 		return suanli.FieldErrorf("project", "%q: up to 100 characters, no spaces, ':' or '='", c.Project)
@@ -134,129 +132,6 @@ func validateCreate(c *suanli.InstanceCreate) error {
 		return suanli.FieldErrorf("bid", "an on-demand rental takes no bid: drop --bid, or rent interruptible")
 	}
 	return nil
-}
-
-// CreateInstance rents an offer: it plans the placement on the offer's
-// machine, then applies the plan in one store transaction (re-checking
-// capacity and balance), retrying a stale plan a bounded number of times.
-func (s *Service) CreateInstance(ctx context.Context, c suanli.InstanceCreate) (*suanli.Instance, error) {
-	p, err := principal(ctx, suanli.ScopeInstanceWrite)
-	if err != nil {
-		return nil, err
-	}
-	if err := validateCreate(&c); err != nil {
-		return nil, err
-	}
-	if c.AllowedCountries, err = normalizeResidency("allowed_countries", c.AllowedCountries); err != nil {
-		return nil, err
-	}
-	acct, err := s.Store.FindAccountByID(ctx, p.AccountID)
-	if err != nil {
-		return nil, err
-	}
-	for _, v := range c.AllowedCountries {
-		if len(acct.AllowedCountries) > 0 && !slices.Contains(acct.AllowedCountries, v) {
-			return nil, suanli.FieldErrorf("allowed_countries", "%s is outside what your account allows (%s)", v, strings.Join(acct.AllowedCountries, ", "))
-		}
-	}
-	if err := s.checkBudgetsForCreate(ctx, p.AccountID, c.Project, c.Tags); err != nil {
-		return nil, err
-	}
-	var lastErr error
-	for attempt := 0; attempt < maxPlanAttempts; attempt++ {
-		in, err := s.tryCreate(ctx, p, acct, c)
-		if err == nil {
-			s.hub.wake(in.MachineID)
-			if err := s.refreshOffer(ctx, in.MachineID); err != nil {
-				s.Logger.Error("refresh offer", "machine_id", in.MachineID, "err", err)
-			}
-			s.Logger.Info("instance created", "instance_id", in.ID, "machine_id", in.MachineID, "account_id", p.AccountID,
-				"gpus", in.GPUIndexes, "rate", in.Rates.ComputePerHour.String())
-			return in, nil
-		}
-		lastErr = err
-		if suanli.ErrorCode(err) != suanli.ECONFLICT {
-			return nil, err
-		}
-	}
-	return nil, lastErr
-}
-
-func (s *Service) tryCreate(ctx context.Context, p *suanli.Principal, acct *suanli.Account, c suanli.InstanceCreate) (*suanli.Instance, error) {
-	m, err := s.Store.FindMachineByID(ctx, c.OfferID)
-	if suanli.ErrorCode(err) == suanli.ENOTFOUND || (err == nil && !m.Listing.Listed) {
-		return nil, suanli.Errorf(suanli.ENOTFOUND, "offer %d not found: it is not listed (search again)", c.OfferID)
-	} else if err != nil {
-		return nil, err
-	}
-	if m.Simulated && !s.cfg.AllowSimulated && m.OwnerID != p.AccountID {
-		return nil, suanli.Errorf(suanli.EFORBIDDEN, "offer %d has simulated GPUs: only its owner may rent it on this marketplace", m.ID)
-	}
-	if err := sched.CheckResidency(m, acct.AllowedCountries, c.AllowedCountries); err != nil {
-		return nil, err
-	}
-	if m.Status != suanli.MachineOnline {
-		return nil, suanli.Errorf(suanli.ECONFLICT, "offer %d: its host is %s (last heartbeat %s): pick another offer",
-			m.ID, m.Status, m.LastHeartbeat.Format("15:04:05"))
-	}
-	gpus, cores, ram, err := s.Store.MachineUsage(ctx, m.ID)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.checkQuota(ctx, p, gpuCountFor(m, c, gpus), 0); err != nil {
-		return nil, err
-	}
-	req := sched.Request{GPUCount: c.GPUCount, CPUCores: c.CPUCores, DiskGB: c.DiskGB, RentalType: c.RentalType, FeeBP: s.cfg.FeeBasisPoints}
-	if c.Bid != nil {
-		req.Bid = *c.Bid
-	}
-	plan, err := sched.Place(m, sched.Usage{GPUs: gpus, CPUCores: cores, RAMMB: ram}, req)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.resolveMounts(ctx, p, m.ID, c.Volumes); err != nil {
-		return nil, err
-	}
-	if err := s.preflight(ctx, m, c, plan); err != nil {
-		return nil, err
-	}
-	in := &suanli.Instance{
-		AccountID: p.AccountID, MachineID: m.ID, HostID: m.OwnerID, Label: c.Label, Image: c.Image, Cmd: c.Cmd, Env: c.Env,
-		Project: c.Project, Tags: c.Tags, Guards: c.Guards, Restart: c.Restart, Ports: c.Ports, Template: c.Template, Volumes: c.Volumes,
-		DiskGB: c.DiskGB, GPUCount: len(plan.GPUIndexes), GPUIndexes: plan.GPUIndexes, CPUCores: plan.CPUCores,
-		RentalType: c.RentalType, Bid: req.Bid, Rates: plan.Rates, Simulated: m.Simulated,
-		Status: suanli.StatusPending, Desired: suanli.DesiredRunning, StatusMessage: "waiting for the host agent",
-	}
-	if in.GPUCount > 0 {
-		in.GPUName = m.Hardware.GPUs[0].Name
-	}
-	if in.Cmd == nil {
-		in.Cmd = []string{}
-	}
-	if in.Env == nil {
-		in.Env = map[string]string{}
-	}
-	in.Allowed = c.AllowedCountries
-	if len(in.Allowed) == 0 {
-		in.Allowed = acct.AllowedCountries
-	}
-	if len(c.SecretEnv) > 0 || c.RegistryAuth != nil {
-		plain, err := json.Marshal(suanli.InstanceSecrets{Env: c.SecretEnv, RegistryAuth: c.RegistryAuth})
-		if err != nil {
-			return nil, err
-		}
-		in.Sealed = s.sealer.Seal(plain, secretsPurpose(p.AccountID))
-		if len(c.SecretEnv) > 0 {
-			in.SecretEnv = map[string]string{}
-			for k := range c.SecretEnv {
-				in.SecretEnv[k] = suanli.SecretMask
-			}
-		}
-		if r := c.RegistryAuth; r != nil {
-			in.RegistryAuth = &suanli.RegistryAuth{Server: r.Server, Username: r.Username, Password: suanli.SecretMask}
-		}
-	}
-	return s.Store.ApplyPlan(ctx, storePlacement(in, plan), s.now())
 }
 
 // secretsPurpose binds an instance's sealed secrets to its account.
@@ -396,14 +271,23 @@ func (s *Service) ReportProgress(ctx context.Context, id int64, pr suanli.Progre
 	return in, nil
 }
 
-// StopInstance asks the agent to stop the workload; compute billing ends now.
+// StopInstance asks the agent to stop the workload; compute billing ends
+// now. A preempted or queued instance stops waiting for GPUs.
 func (s *Service) StopInstance(ctx context.Context, id int64) (*suanli.Instance, error) {
 	return s.changeInstance(ctx, id, true, func(in *suanli.Instance) error {
+		in.WaitingSince = nil
 		switch in.Status {
 		case suanli.StatusDestroyed:
 			return suanli.Errorf(suanli.ECONFLICT, "instance %d is destroyed", id)
-		case suanli.StatusStopped, suanli.StatusExited, suanli.StatusFailed, suanli.StatusStopping:
+		case suanli.StatusPreempted:
 			in.Desired = suanli.DesiredStopped
+			in.Status, in.StatusMessage = suanli.StatusStopped, "stopped by the renter while preempted: it no longer waits for GPUs"
+			return nil
+		case suanli.StatusStopped, suanli.StatusExited, suanli.StatusFailed, suanli.StatusStopping, suanli.StatusPreempting:
+			in.Desired = suanli.DesiredStopped
+			if in.Status == suanli.StatusStopped {
+				in.StatusMessage = "stopped by the renter"
+			}
 			return nil
 		}
 		in.Desired = suanli.DesiredStopped
@@ -412,55 +296,37 @@ func (s *Service) StopInstance(ctx context.Context, id int64) (*suanli.Instance,
 	})
 }
 
-// StartInstance starts a stopped instance again on the same GPUs.
-func (s *Service) StartInstance(ctx context.Context, id int64) (*suanli.Instance, error) {
-	_, in, err := s.ownInstance(ctx, suanli.ScopeInstanceWrite, id, false)
-	if err != nil {
-		return nil, err
+func validateLabel(l string) error {
+	if len(l) > suanli.MaxLabelLen {
+		return suanli.FieldErrorf("label", "longer than %d characters", suanli.MaxLabelLen)
 	}
-	switch in.Status {
-	case suanli.StatusDestroyed:
-		return nil, suanli.Errorf(suanli.ECONFLICT, "instance %d is destroyed: create a new one", id)
-	case suanli.StatusStopped, suanli.StatusExited, suanli.StatusFailed, suanli.StatusStopping:
-	default:
-		return in, nil // already running or on its way
-	}
-	used, _, _, err := s.Store.MachineUsage(ctx, in.MachineID)
-	if err != nil {
-		return nil, err
-	}
-	for _, g := range in.GPUIndexes {
-		for _, u := range used {
-			if g == u {
-				return nil, suanli.Errorf(suanli.ECONFLICT, "instance %d: its GPUs on machine %d were taken by another rental while it was stopped: wait and retry, or create a new instance elsewhere", id, in.MachineID)
-			}
+	return nil
+}
+
+// UpdateInstance changes one of the caller's instances' attributes (its
+// label). EINVALID, ENOTFOUND, ECONFLICT when it is destroyed.
+func (s *Service) UpdateInstance(ctx context.Context, id int64, u suanli.InstanceUpdate) (*suanli.Instance, error) {
+	if u.Label != nil {
+		if err := validateLabel(*u.Label); err != nil {
+			return nil, err
 		}
-	}
-	if err := s.checkBudgetsForCreate(ctx, in.AccountID, in.Project, in.Tags); err != nil {
-		return nil, err
-	}
-	p, err := principal(ctx, suanli.ScopeInstanceWrite)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.checkQuota(ctx, p, in.GPUCount, in.ID); err != nil {
-		return nil, err
 	}
 	return s.changeInstance(ctx, id, false, func(in *suanli.Instance) error {
 		if in.Status == suanli.StatusDestroyed {
 			return suanli.Errorf(suanli.ECONFLICT, "instance %d is destroyed", id)
 		}
-		in.Desired = suanli.DesiredRunning
-		in.Status, in.StatusMessage, in.ExitCode = suanli.StatusPending, "start requested", nil
+		if u.Label != nil {
+			in.Label = *u.Label
+		}
 		return nil
 	})
 }
 
 // DestroyInstance ends the rental: all billing stops now; the agent removes
-// the workload and its data.
+// the workload and its data. Its GPUs go to whoever waits for them.
 func (s *Service) DestroyInstance(ctx context.Context, id int64) (*suanli.Instance, error) {
 	return s.changeInstance(ctx, id, false, func(in *suanli.Instance) error {
-		in.Desired = suanli.DesiredDestroyed
+		in.Desired, in.WaitingSince = suanli.DesiredDestroyed, nil
 		in.Status, in.StatusMessage = suanli.StatusDestroyed, "destroyed by the renter"
 		return nil
 	})
@@ -497,10 +363,6 @@ func (s *Service) InstanceLogs(ctx context.Context, id int64, offset int64) (*su
 	}
 	c.Done = in.Status == suanli.StatusDestroyed
 	return c, nil
-}
-
-func storePlacement(in *suanli.Instance, p *sched.Plan) sqlstore.Placement {
-	return sqlstore.Placement{Instance: in, HourlyCost: p.HourlyCost, RAMMB: p.RAMMB}
 }
 
 // PreflightWait bounds how long a create waits for the host's pre-flight check.

@@ -10,7 +10,9 @@ import (
 )
 
 // Run runs the control plane's loops until ctx ends: settling meters into
-// the ledger, host leases, and the audit log's checkpoints and retention.
+// the ledger (and ending reservations that ran out), host leases, sampling
+// the market for price history, and the audit log's checkpoints and
+// retention.
 func (s *Service) Run(ctx context.Context) error {
 	auditDone := make(chan struct{})
 	go func() {
@@ -20,10 +22,21 @@ func (s *Service) Run(ctx context.Context) error {
 	defer func() { <-auditDone }()
 	settle := time.NewTicker(s.cfg.SettleInterval)
 	defer settle.Stop()
+	sample := time.NewTicker(s.cfg.MarketSampleInterval)
+	defer sample.Stop()
+	if err := s.SampleMarket(ctx); err != nil { // the price history starts now, not an interval later
+		s.Logger.Error("sample market", "err", err)
+	}
 	lease := time.NewTicker(max(time.Second, s.cfg.HeartbeatInterval/2))
 	defer lease.Stop()
+	forward := time.NewTicker(time.Second) // bookings start within a second of their start
+	defer forward.Stop()
 	for {
 		select {
+		case <-forward.C:
+			if err := s.RunBookings(ctx); err != nil {
+				s.Logger.Error("run bookings", "err", err)
+			}
 		case <-ctx.Done():
 			// Settle once more so a clean shutdown leaves nothing accrued unposted.
 			if _, err := s.Store.Settle(context.WithoutCancel(ctx), s.now()); err != nil {
@@ -31,8 +44,15 @@ func (s *Service) Run(ctx context.Context) error {
 			}
 			return nil
 		case <-settle.C:
+			if err := s.EndReservations(ctx); err != nil {
+				s.Logger.Error("end reservations", "err", err)
+			}
 			if _, err := s.Store.Settle(ctx, s.now()); err != nil {
 				s.Logger.Error("settle", "err", err)
+			}
+		case <-sample.C:
+			if err := s.SampleMarket(ctx); err != nil {
+				s.Logger.Error("sample market", "err", err)
 			}
 		case <-lease.C:
 			if err := s.CheckLeases(ctx); err != nil {
@@ -40,6 +60,9 @@ func (s *Service) Run(ctx context.Context) error {
 			}
 			if err := s.CheckGuards(ctx); err != nil {
 				s.Logger.Error("check guards", "err", err)
+			}
+			if err := s.RunSchedules(ctx); err != nil {
+				s.Logger.Error("book scheduled runs", "err", err)
 			}
 			if err := s.CheckRecoveries(ctx); err != nil {
 				s.Logger.Error("check recoveries", "err", err)

@@ -90,6 +90,9 @@ func (s *Service) ListMachine(ctx context.Context, id int64, u suanli.ListingUpd
 	if l.PreemptGraceS == 0 {
 		l.PreemptGraceS = 30
 	}
+	if err := applyReserveTerms(&l, u); err != nil {
+		return nil, err
+	}
 	if m.IsGPU() && l.PriceGPU <= 0 {
 		return nil, suanli.FieldErrorf("price_gpu", "a GPU machine needs a price per GPU-hour above zero (--price-gpu 0.40)")
 	}
@@ -151,4 +154,34 @@ func (s *Service) CreateJoinToken(ctx context.Context, ttl time.Duration) (*suan
 		return nil, err
 	}
 	return &suanli.JoinToken{Token: tok, AccountID: p.AccountID, ExpiresAt: exp}, nil
+}
+
+// applyReserveTerms checks and applies a listing update's reservation
+// terms: steps of 1 to 366 days at 0 to 90% off, a cap, a cancel fee.
+func applyReserveTerms(l *suanli.Listing, u suanli.ListingUpdate) error {
+	if u.ReserveDiscounts != nil {
+		steps := *u.ReserveDiscounts
+		for _, d := range steps {
+			if d.MinDays < 1 || d.MinDays > suanli.MaxReserveDays {
+				return suanli.FieldErrorf("reserve_discounts", "%d days: a step is 1 to %d days", d.MinDays, suanli.MaxReserveDays)
+			}
+			if d.DiscountBP < 0 || d.DiscountBP > suanli.MaxReserveDiscountBP {
+				return suanli.FieldErrorf("reserve_discounts", "%d days at %d bp: a discount is 0 to %d bp (90%%)", d.MinDays, d.DiscountBP, suanli.MaxReserveDiscountBP)
+			}
+		}
+		l.ReserveDiscounts = steps
+	}
+	if u.ReserveMaxDiscountBP != nil {
+		if v := *u.ReserveMaxDiscountBP; v < 0 || v > suanli.MaxReserveDiscountBP {
+			return suanli.FieldErrorf("reserve_max_discount_bp", "%d: give 0 to %d bp (90%%)", v, suanli.MaxReserveDiscountBP)
+		}
+		l.ReserveMaxDiscountBP = *u.ReserveMaxDiscountBP
+	}
+	if u.ReserveCancelFeeBP != nil {
+		if v := *u.ReserveCancelFeeBP; v < 0 || v > 10_000 {
+			return suanli.FieldErrorf("reserve_cancel_fee_bp", "%d: give 0 to 10000 bp (100%%)", v)
+		}
+		l.ReserveCancelFeeBP = *u.ReserveCancelFeeBP
+	}
+	return nil
 }

@@ -96,6 +96,9 @@ func offerFor(m *suanli.Machine, u sched.Usage, now time.Time) *suanli.Offer {
 	return o
 }
 
+// InterruptionWindow is how far back an offer's interruption rate looks.
+const InterruptionWindow = 30 * 24 * time.Hour
+
 // refreshOffer recomputes one machine's offer in the index (removing it
 // when the machine is not listed).
 func (s *Service) refreshOffer(ctx context.Context, machineID int64) error {
@@ -118,7 +121,11 @@ func (s *Service) putOffer(ctx context.Context, m *suanli.Machine) error {
 	if err != nil {
 		return err
 	}
-	s.Index.Put(offerFor(m, sched.Usage{GPUs: gpus, CPUCores: cores, RAMMB: ram}, s.now()))
+	o := offerFor(m, sched.Usage{GPUs: gpus, CPUCores: cores, RAMMB: ram}, s.now())
+	if o.InterruptionRate, err = s.Store.InterruptionRate(ctx, m.ID, s.now().Add(-InterruptionWindow)); err != nil {
+		return err
+	}
+	s.Index.Put(o)
 	return nil
 }
 

@@ -38,6 +38,11 @@ func (s *Service) effectiveQuota(ctx context.Context, p *suanli.Principal) (q su
 // account would run more than its quota allows, with a message that says
 // the limit, the use, and what to do.
 func (s *Service) checkQuota(ctx context.Context, p *suanli.Principal, gpus int, except int64) error {
+	return s.checkQuotaN(ctx, p, gpus, 1, except)
+}
+
+// checkQuotaN is checkQuota for n instances with gpus GPUs in all (a fleet).
+func (s *Service) checkQuotaN(ctx context.Context, p *suanli.Principal, gpus, n int, except int64) error {
 	q, isNew, unlimited, err := s.effectiveQuota(ctx, p)
 	if err != nil || unlimited {
 		return err
@@ -59,7 +64,11 @@ func (s *Service) checkQuota(ctx context.Context, p *suanli.Principal, gpus int,
 	if isNew {
 		who = "new accounts (first 7 days)"
 	}
-	if usedInstances+1 > q.Instances {
+	if usedInstances+n > q.Instances {
+		if n > 1 {
+			return suanli.Errorf(suanli.EFORBIDDEN, "quota: %s may run %d instances at once; you run %d and asked for %d more: ask for fewer, or ask the operator to raise it",
+				who, q.Instances, usedInstances, n)
+		}
 		return suanli.Errorf(suanli.EFORBIDDEN, "quota: %s may run %d instances at once and you run %d: stop or destroy one, or ask the operator to raise it",
 			who, q.Instances, usedInstances)
 	}

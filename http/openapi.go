@@ -45,7 +45,7 @@ var apiOps = []apiOp{
 	{"GET", "/v1/instances", "The caller's live instances (all=true for destroyed ones too).", nil, InstanceList{}},
 	{"GET", "/v1/instances/{id}", "One instance, with cost so far and burn rate.", nil, suanli.Instance{}},
 	{"POST", "/v1/instances/{id}/stop", "Stop compute (and its billing); the disk stays.", nil, suanli.Instance{}},
-	{"POST", "/v1/instances/{id}/start", "Start a stopped instance on the same GPUs.", nil, suanli.Instance{}},
+	{"POST", "/v1/instances/{id}/start", "Start a stopped instance on its machine; {\"wait\": true} queues the start when its GPUs are taken.", suanli.StartOptions{}, suanli.Instance{}},
 	{"DELETE", "/v1/instances/{id}", "Destroy: end the rental; all billing stops.", nil, suanli.Instance{}},
 	{"GET", "/v1/instances/{id}/logs", "The instance's log from offset.", nil, suanli.LogChunk{}},
 	{"POST", "/v1/instances/{id}/exec", "Run a command in a running instance; its exit code and output.", ExecRequest{}, control.ExecResult{}},

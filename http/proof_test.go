@@ -137,8 +137,39 @@ var routeCases = map[string]routeCase{
 		func(w *world) string { return fmt.Sprintf(`{"machine_id":%d,"name":"mine","size_gb":1}`, w.machineID) }},
 	"GET /v1/volumes":           {kindSelf, suanli.ScopeInstanceRead, p("/v1/volumes?all=true"), nil},
 	"DELETE /v1/volumes/{name}": {kindObject, suanli.ScopeInstanceWrite, func(w *world) string { return "/v1/volumes/" + w.volumeName }, nil},
-	"POST /v1/agent/join":       {kindPublic, "", p("/v1/agent/join"), func(*world) string { return `{"token":"` + auth.NewSecret(auth.PrefixJoin) + `"}` }},
-	"POST /v1/agent/sync":       {kindObject, suanli.ScopeAgent, p("/v1/agent/sync"), func(w *world) string { return fmt.Sprintf(`{"machine_id":%d}`, w.machineID) }},
+	"POST /v1/fleets": {kindSelf, suanli.ScopeInstanceWrite, p("/v1/fleets"),
+		func(w *world) string {
+			return fmt.Sprintf(`{"offer_id":%d,"image":"x","num_gpus":1,"cmd":["true"],"count":1}`, w.machineID)
+		}},
+	"POST /v1/instances/{id}/bid":           {kindObject, suanli.ScopeInstanceWrite, instPath("/bid"), p(`{"bid":500000}`)},
+	"POST /v1/instances/{id}/recreate":      {kindObject, suanli.ScopeInstanceWrite, instPath("/recreate"), p(`{}`)},
+	"GET /v1/instances/{id}/reservation":    {kindObject, suanli.ScopeInstanceRead, instPath("/reservation"), nil},
+	"POST /v1/instances/{id}/reservation":   {kindObject, suanli.ScopeInstanceWrite, instPath("/reservation"), p(`{"days":30}`)},
+	"DELETE /v1/instances/{id}/reservation": {kindObject, suanli.ScopeInstanceWrite, instPath("/reservation"), nil},
+	"POST /v1/windows": {kindSelf, suanli.ScopeHostWrite, p("/v1/windows"), func(w *world) string {
+		start := w.clock.Now().Add(48 * time.Hour).Format(time.RFC3339)
+		end := w.clock.Now().Add(50 * time.Hour).Format(time.RFC3339)
+		return fmt.Sprintf(`{"machine_id":%d,"gpus":1,"start":%q,"end":%q,"price_gpu":1000000}`, w.machineID, start, end)
+	}},
+	"GET /v1/windows":         {kindSelf, suanli.ScopeHostRead, p("/v1/windows"), nil},
+	"DELETE /v1/windows/{id}": {kindObject, suanli.ScopeHostWrite, func(w *world) string { return fmt.Sprintf("/v1/windows/%d", w.windowID) }, nil},
+	"GET /v1/windows/search":  {kindMarket, suanli.ScopeInstanceRead, p("/v1/windows/search?q=hours%3E%3D1"), nil},
+	"POST /v1/bookings": {kindSelf, suanli.ScopeInstanceWrite, p("/v1/bookings"), func(w *world) string {
+		return fmt.Sprintf(`{"window_id":%d,"hours":1,"gpus":1,"image":"x"}`, w.windowID)
+	}},
+	"GET /v1/bookings":         {kindSelf, suanli.ScopeInstanceRead, p("/v1/bookings"), nil},
+	"GET /v1/bookings/{id}":    {kindObject, suanli.ScopeInstanceRead, func(w *world) string { return fmt.Sprintf("/v1/bookings/%d", w.bookingID) }, nil},
+	"DELETE /v1/bookings/{id}": {kindObject, suanli.ScopeInstanceWrite, func(w *world) string { return fmt.Sprintf("/v1/bookings/%d", w.bookingID) }, nil},
+	"POST /v1/deferred": {kindSelf, suanli.ScopeInstanceWrite, p("/v1/deferred"), func(w *world) string {
+		return fmt.Sprintf(`{"gpus":1,"hours":1,"deadline":%q,"image":"x","cmd":["true"],"max_price":1}`, w.clock.Now().Add(48*time.Hour).Format(time.RFC3339))
+	}},
+	"POST /v1/schedules":             {kindSelf, suanli.ScopeInstanceWrite, p("/v1/schedules"), p(`{"cron":"0 3 * * *","gpus":1,"hours":1,"image":"x"}`)},
+	"GET /v1/schedules":              {kindSelf, suanli.ScopeInstanceRead, p("/v1/schedules"), nil},
+	"DELETE /v1/schedules/{id}":      {kindObject, suanli.ScopeInstanceWrite, func(w *world) string { return fmt.Sprintf("/v1/schedules/%d", w.scheduleID) }, nil},
+	"GET /v1/machines/{id}/calendar": {kindObject, suanli.ScopeHostRead, machPath("/calendar"), nil},
+	"GET /v1/market/prices":          {kindMarket, suanli.ScopeInstanceRead, p("/v1/market/prices?q=gpu_name%3DRTX_4090"), nil},
+	"POST /v1/agent/join":            {kindPublic, "", p("/v1/agent/join"), func(*world) string { return `{"token":"` + auth.NewSecret(auth.PrefixJoin) + `"}` }},
+	"POST /v1/agent/sync":            {kindObject, suanli.ScopeAgent, p("/v1/agent/sync"), func(w *world) string { return fmt.Sprintf(`{"machine_id":%d}`, w.machineID) }},
 }
 
 func (c routeCase) request(w *world) (path, body string) {

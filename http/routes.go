@@ -136,7 +136,6 @@ func (s *Server) registerInstanceRoutes() {
 	})
 	s.route("GET /v1/instances/{id}", false, s.instanceAction(s.Service.FindInstanceByID, 200))
 	s.route("POST /v1/instances/{id}/stop", false, s.instanceAction(s.Service.StopInstance, 200))
-	s.route("POST /v1/instances/{id}/start", false, s.instanceAction(s.Service.StartInstance, 200))
 	s.route("DELETE /v1/instances/{id}", false, s.instanceAction(s.Service.DestroyInstance, 200))
 	s.route("GET /v1/instances/{id}/logs", false, func(w http.ResponseWriter, r *http.Request) error {
 		id, err := pathID(r, "id")

@@ -102,6 +102,9 @@ func NewServer(svc *control.Service, logger *slog.Logger) *Server {
 	s.registerAgentRoutes()
 	s.registerSSHRoutes()
 	s.registerCostRoutes()
+	s.registerMarketRoutes()
+	s.registerForwardRoutes()
+	s.registerDeferredRoutes()
 	return s
 }
 

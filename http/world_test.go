@@ -68,6 +68,7 @@ type world struct {
 
 	machineID, instanceID, teamID, keyID, invitationID int64
 	sshKeyID, allowID                                  int64
+	windowID, bookingID, scheduleID                    int64
 	sshPublicKey, volumeName                           string
 	instanceToken                                      string
 
@@ -180,6 +181,19 @@ func newWorld(t *testing.T) *world {
 	w.volumeName = "victim-vol-" + tag
 	_, err = w.victim.CreateVolume(ctx, suanli.VolumeCreate{MachineID: w.machineID, Name: w.volumeName, SizeGB: 1})
 	must(t, err)
+	win, err := w.victim.CreateWindow(ctx, suanli.WindowCreate{MachineID: w.machineID, GPUs: 1, Start: w.clock.Now().Add(24 * time.Hour),
+		End: w.clock.Now().Add(30 * time.Hour), PriceGPU: suanli.Money(700_000)})
+	must(t, err)
+	w.windowID = win.ID
+	bk, err := w.victim.CreateBooking(ctx, suanli.BookingCreate{WindowID: win.ID, Hours: 2, GPUs: 1, Image: "busybox"})
+	must(t, err)
+	w.bookingID = bk.ID
+	// Cancelled, so that it keeps no GPU from the other tests' rentals.
+	_, err = w.victim.CancelBooking(ctx, bk.ID)
+	must(t, err)
+	sc, err := w.victim.CreateSchedule(ctx, suanli.Schedule{Cron: "0 4 * * *", GPUs: 1, Hours: 1, Image: "busybox", MaxPrice: 1})
+	must(t, err)
+	w.scheduleID = sc.ID
 	w.planted = append(w.planted, "victim-ssh-"+tag, "victim-net-"+tag, w.volumeName, "victim-budget-"+tag)
 	w.secrets = append(w.secrets, budgetSecret)
 	w.secrets = append(w.secrets, k.Secret, tmp.Secret, w.instanceToken)

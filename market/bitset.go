@@ -5,9 +5,8 @@ import "math/bits"
 // A bitset has one bit per index slot. Index bitsets all have the index's
 // word capacity; scratch bitsets may be shorter when only a prefix matters.
 
-func bitHas(b []uint64, i uint32) bool { return b[i>>6]&(1<<(i&63)) != 0 }
-func bitSet(b []uint64, i uint32)      { b[i>>6] |= 1 << (i & 63) }
-func bitClear(b []uint64, i uint32)    { b[i>>6] &^= 1 << (i & 63) }
+func bitSet(b []uint64, i uint32)   { b[i>>6] |= 1 << (i & 63) }
+func bitClear(b []uint64, i uint32) { b[i>>6] &^= 1 << (i & 63) }
 
 // popcount returns the number of set bits.
 func popcount(b []uint64) int {
@@ -18,27 +17,11 @@ func popcount(b []uint64) int {
 	return n
 }
 
-// andInto sets dst &= src over dst's length.
-func andInto(dst, src []uint64) {
-	src = src[:len(dst)]
-	for i := range dst {
-		dst[i] &= src[i]
-	}
-}
-
 // andNotInto sets dst &^= src over dst's length.
 func andNotInto(dst, src []uint64) {
 	src = src[:len(dst)]
 	for i := range dst {
 		dst[i] &^= src[i]
-	}
-}
-
-// orInto sets dst |= src over dst's length.
-func orInto(dst, src []uint64) {
-	src = src[:len(dst)]
-	for i := range dst {
-		dst[i] |= src[i]
 	}
 }
 

@@ -179,6 +179,7 @@ var fields = []field{
 	{"green", kindBool, "", func(o *suanli.Offer) any { return &o.Green }},
 	{"latency_ms", kindFloat, "ms", func(o *suanli.Offer) any { return &o.LatencyMS }},
 	{"preempt_grace_s", kindInt, "s", func(o *suanli.Offer) any { return &o.PreemptGraceS }},
+	{"interruption_rate", kindFloat, "", func(o *suanli.Offer) any { return &o.InterruptionRate }},
 	{"host_status", kindString, "", func(o *suanli.Offer) any { return &o.HostStatus }},
 }
 

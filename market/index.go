@@ -33,6 +33,7 @@ type state struct {
 	nwords int      // capacity in 64-slot words
 	nslot  uint32   // slots ever used
 	live   []uint64 // slots holding an offer
+	open   []uint64 // slots rentable by anyone: rentable and not simulated
 	n      int      // live slots
 	free   []uint32 // dead slots, reused first
 	ids    idTable
@@ -87,6 +88,7 @@ func newState() *state {
 func (st *state) grow(nwords int) {
 	st.nwords = nwords
 	st.live = grow(st.live, nwords)
+	st.open = grow(st.open, nwords)
 	st.rows.grow(nwords * 64)
 	for _, c := range st.cols {
 		if c != nil {
@@ -146,6 +148,11 @@ func (st *state) put(o *suanli.Offer) {
 		if !st.bulk && b.add(slot, k, n) {
 			rebuild = append(rebuild, fieldID(i))
 		}
+	}
+	if o.Rentable && !o.Simulated {
+		bitSet(st.open, slot)
+	} else {
+		bitClear(st.open, slot)
 	}
 	if !exists {
 		st.ids.insert(o.ID, slot)
@@ -218,6 +225,7 @@ func (st *state) delete(id int64) {
 		}
 	}
 	bitClear(st.live, slot)
+	bitClear(st.open, slot)
 	st.free = append(st.free, slot)
 	st.n--
 }
@@ -288,7 +296,7 @@ func (x *Index) MemBytes() int {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	st := x.st
-	b := 8*len(st.live) + 4*len(st.free) + 4*len(st.ids.tab)
+	b := 8*len(st.live) + 8*len(st.open) + 4*len(st.free) + 4*len(st.ids.tab)
 	for _, c := range st.cols {
 		if c != nil {
 			b += c.memBytes()

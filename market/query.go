@@ -33,7 +33,7 @@ func (x *Index) Search(q suanli.OfferQuery, v Viewer) (*suanli.OfferResult, erro
 func (st *state) search(s *search) *suanli.OfferResult {
 	m, done := st.scratch()
 	defer done()
-	v := st.seed(s, m)
+	v, seeded := st.seed(s, m)
 	var ex *explainer
 	var prev []uint64
 	if s.explain {
@@ -44,6 +44,9 @@ func (st *state) search(s *search) *suanli.OfferResult {
 	}
 	for _, i := range st.plan(s, ex != nil) {
 		c := &s.conds[i]
+		if i == seeded {
+			continue
+		}
 		if ex != nil {
 			copy(prev[v.lo:v.hi], m[v.lo:v.hi])
 		}
@@ -69,37 +72,67 @@ func (st *state) search(s *search) *suanli.OfferResult {
 	return res
 }
 
-// seed fills m with the slots a search starts from and returns its window:
-// the live slots, or only those named by a condition on id (unless the
-// search explains, which counts every condition's removals).
-func (st *state) seed(s *search, m []uint64) win {
-	v := win{0, st.nwords}
-	if !s.explain {
-		for i := range s.conds {
-			c := &s.conds[i]
-			if c.id != fID || (c.Op != OpEQ && c.Op != OpIn) {
-				continue
-			}
-			lo, hi := st.nwords, 0
-			for _, val := range c.vals {
-				if slot, ok := st.ids.find(val.i); ok {
-					lo, hi = min(lo, int(slot>>6)), max(hi, int(slot>>6)+1)
-				}
-			}
-			if hi <= lo {
-				return win{}
-			}
-			clear(m[lo:hi])
-			for _, val := range c.vals {
-				if slot, ok := st.ids.find(val.i); ok {
-					bitSet(m, slot)
-				}
-			}
-			return win{lo, hi}
+// seed fills m with the slots a search starts from and returns its window
+// and the index of the condition it applied (-1 for none): the slots named
+// by a condition on id, or the rentable ones for "rentable=true", or the
+// live ones. An explaining search starts from the live ones, to count what
+// each condition removes.
+func (st *state) seed(s *search, m []uint64) (win, int) {
+	if s.explain {
+		copy(m, st.live)
+		return win{0, st.nwords}.shrink(m), -1
+	}
+	for i := range s.conds {
+		c := &s.conds[i]
+		if c.id != fID || (c.Op != OpEQ && c.Op != OpIn) {
+			continue
 		}
+		lo, hi := st.nwords, 0
+		for _, val := range c.vals {
+			if slot, ok := st.ids.find(val.i); ok {
+				lo, hi = min(lo, int(slot>>6)), max(hi, int(slot>>6)+1)
+			}
+		}
+		if hi <= lo {
+			return win{}, i
+		}
+		clear(m[lo:hi])
+		for _, val := range c.vals {
+			if slot, ok := st.ids.find(val.i); ok {
+				bitSet(m, slot)
+			}
+		}
+		return win{lo, hi}, i
+	}
+	for i := range s.conds {
+		c := &s.conds[i]
+		if c.id != fRentable || !c.match(bv(true)) || c.match(bv(false)) {
+			continue
+		}
+		copy(m, st.open)
+		if s.viewer.AllowSimulated || s.viewer.AccountID != 0 {
+			// Add the simulated offers this viewer may rent.
+			rent, sim := valueBits(st.cols[fRentable], true), valueBits(st.cols[fSimulated], true)
+			host := st.cols[fHostID]
+			if rent != nil && sim != nil {
+				for w := range m {
+					x := rent[w] & sim[w] & st.live[w]
+					if x != 0 && !s.viewer.AllowSimulated {
+						for y := x; y != 0; y &= y - 1 {
+							t := bits.TrailingZeros64(y)
+							if keyInt(host.key(uint32(w<<6|t))) != s.viewer.AccountID {
+								x &^= 1 << t
+							}
+						}
+					}
+					m[w] |= x
+				}
+			}
+		}
+		return win{0, st.nwords}.shrink(m), i
 	}
 	copy(m, st.live)
-	return v.shrink(m)
+	return win{0, st.nwords}.shrink(m), -1
 }
 
 // plan returns the order to apply the conditions in: as written when
@@ -351,8 +384,6 @@ func (st *state) top(s *search, m []uint64, v win, total, k int, keys []OrderKey
 	}
 	key := keys[0]
 	if b := st.bsiFor(s, key.id); b != nil {
-		g, rg := st.scratch()
-		defer rg()
 		e, re := st.scratch()
 		defer re()
 		stop := max(narrowStop, 2*k)
@@ -360,13 +391,20 @@ func (st *state) top(s *search, m []uint64, v win, total, k int, keys []OrderKey
 			m, v = mm, mv
 			defer st.release(mm)
 		}
-		ng, ne := b.narrow(m, g, e, v, k, key.Desc, stop)
-		if ng+ne <= stop || !st.allEqual(s, key.id, e, v) {
-			c := appendSlots(appendSlots(make([]uint32, 0, ng+ne), g, v), e, v)
-			return st.selectTop(s, c, k, keys)
+		g, ne, ws := b.narrow(m, e, v, k, key.Desc, stop)
+		if ws != nil { // e is sparse: only its listed words may be set
+			v = win{}
+			if len(ws) > 0 {
+				v = win{int(ws[0]), int(ws[len(ws)-1]) + 1}
+			}
+		}
+		if len(g)+ne <= stop || !st.allEqual(s, key.id, e, v) {
+			c := append(g, make([]uint32, 0, ne)...)
+			return st.selectTop(s, appendSlots(c, e, v), k, keys)
 		}
 		// e is a tie on keys[0], after all of g.
-		out := st.selectTop(s, appendSlots(make([]uint32, 0, ng), g, v), ng, keys)
+		ng := len(g)
+		out := st.selectTop(s, g, ng, keys)
 		return append(out, st.top(s, e, v.shrink(e), ne, k-ng, keys[1:])...)
 	}
 	if col := st.cols[key.id]; col != nil && col.vbits != nil && key.id != fRentable {

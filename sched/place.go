@@ -7,14 +7,43 @@ import (
 	"github.com/suanli/suanli"
 )
 
-// Request is what a renter asks of one machine.
+// Request is what a renter asks: Place reads the first six fields (one
+// machine); Schedule reads them all (any number of hosts, Count instances).
 type Request struct {
-	GPUCount   int // 0: every free GPU (GPU machines)
+	GPUCount   int // GPUs per instance; 0: every free GPU (GPU machines)
 	CPUCores   int // CPU-only machines; 0: every free core
 	DiskGB     int64
 	RentalType string
 	Bid        suanli.Money // per hour for the whole instance (interruptible)
 	FeeBP      int64        // platform fee in basis points
+
+	GPUNames    []string // any of these models (case-insensitive, _ as space); empty: any
+	MinGPUMemMB int64    // per GPU
+	MinCPUCores int      // allotted with the GPUs (GPU hosts)
+	MinRAMMB    int64    // allotted with the GPUs or cores
+	Regions     []string // any of; empty: any
+	Countries   []string // ISO 3166 alpha-2, any of; empty: any
+	// AccountResidency and RentalResidency are data-residency lists
+	// (countries or regions, see CheckResidency): the account's and the
+	// rental's own; empty allows anywhere.
+	AccountResidency []string
+	RentalResidency  []string
+	MaxPrice         suanli.Money // compute per hour for one instance; 0: no limit
+	// AccountID is the renter: a simulated host is rentable only by its
+	// owner unless AllowSimulated.
+	AccountID      int64
+	AllowSimulated bool
+	// Count is how many instances to place (0 means 1); with AllOrNothing
+	// a plan that cannot place them all places none.
+	Count        int
+	AllOrNothing bool
+	// At is now and Until the end of the rental (unix microseconds; Until
+	// 0: open-ended), for the hosts' bookings: a firm rental must not
+	// overlap them. The scheduler reads no clock.
+	At, Until int64
+	// BookingID is the booking this request launches: its own hold does
+	// not count against it.
+	BookingID int64
 }
 
 // Usage is what a machine's live instances hold now.

@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -25,14 +26,23 @@ func residencyAllows(list []string, country, region string) bool {
 // DESIGN §7), with a reason that names where the offer is and what is
 // allowed: "offer 3 is in US; your account allows only DE, FR".
 func CheckResidency(m *suanli.Machine, account, rental []string) error {
+	if why := residencyWhy(m.ID, m.Country, m.Region, account, rental); why != "" {
+		return suanli.Errorf(suanli.EFORBIDDEN, "%s", why)
+	}
+	return nil
+}
+
+// residencyWhy is CheckResidency's reason for an offer in country/region,
+// or "" when both lists allow it; Schedule's residency step uses it too.
+func residencyWhy(id int64, country, region string, account, rental []string) string {
 	where := func() string {
 		switch {
-		case m.Country != "" && m.Region != "":
-			return m.Country + " (" + m.Region + ")"
-		case m.Country != "":
-			return m.Country
-		case m.Region != "":
-			return "region " + m.Region
+		case country != "" && region != "":
+			return country + " (" + region + ")"
+		case country != "":
+			return country
+		case region != "":
+			return "region " + region
 		}
 		return "an unknown country"
 	}
@@ -44,11 +54,11 @@ func CheckResidency(m *suanli.Machine, account, rental []string) error {
 		}
 		return "pick an offer there: suanli search 'country in [" + strings.Join(list, ",") + "]'"
 	}
-	if !residencyAllows(account, m.Country, m.Region) {
-		return suanli.Errorf(suanli.EFORBIDDEN, "offer %d is in %s; your account allows only %s: %s", m.ID, where(), strings.Join(account, ", "), hint(account))
+	if !residencyAllows(account, country, region) {
+		return fmt.Sprintf("offer %d is in %s; your account allows only %s: %s", id, where(), strings.Join(account, ", "), hint(account))
 	}
-	if !residencyAllows(rental, m.Country, m.Region) {
-		return suanli.Errorf(suanli.EFORBIDDEN, "offer %d is in %s; this rental allows only %s: %s", m.ID, where(), strings.Join(rental, ", "), hint(rental))
+	if !residencyAllows(rental, country, region) {
+		return fmt.Sprintf("offer %d is in %s; this rental allows only %s: %s", id, where(), strings.Join(rental, ", "), hint(rental))
 	}
-	return nil
+	return ""
 }

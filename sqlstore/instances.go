@@ -15,7 +15,7 @@ import (
 const instanceCols = `id, account_id, machine_id, host_id, label, image, cmd, env, disk_gb, gpu_name, gpu_count, gpu_indexes, cpu_cores, ram_mb,
 	rental_type, bid, rates, simulated, status, status_message, desired, exit_code, created_at, started_at, destroyed_at, updated_at, version,
 	project, tags, guards, stopped_at, restart, restarts, moves, restart_pending, avoid_machines, ports, port_map, template, volumes,
-	secrets, secret_meta, allowed_countries`
+	secrets, secret_meta, allowed_countries, waiting_since, reserved_until, preempted_by`
 
 // secretMeta is what the store keeps in the clear about an instance's
 // secrets: their names and the registry user, never a value.
@@ -43,12 +43,12 @@ func scanInstance(r scanner) (*suanli.Instance, error) {
 	var i suanli.Instance
 	var cmd, env, idx, rates, tags, guards, restart, avoid, ports, portMap, vols string
 	var ramMB, bid, created, updated int64
-	var exit, started, destroyed, stopped sql.NullInt64
+	var exit, started, destroyed, stopped, waiting, reserved sql.NullInt64
 	var meta, allowed string
 	if err := r.Scan(&i.ID, &i.AccountID, &i.MachineID, &i.HostID, &i.Label, &i.Image, &cmd, &env, &i.DiskGB, &i.GPUName, &i.GPUCount, &idx,
 		&i.CPUCores, &ramMB, &i.RentalType, &bid, &rates, &i.Simulated, &i.Status, &i.StatusMessage, &i.Desired, &exit, &created,
 		&started, &destroyed, &updated, &i.Version, &i.Project, &tags, &guards, &stopped, &restart, &i.Restarts, &i.Moves,
-		&i.RestartPending, &avoid, &ports, &portMap, &i.Template, &vols, &i.Sealed, &meta, &allowed); err != nil {
+		&i.RestartPending, &avoid, &ports, &portMap, &i.Template, &vols, &i.Sealed, &meta, &allowed, &waiting, &reserved, &i.PreemptedBy); err != nil {
 		return nil, err
 	}
 	i.StoppedAt = fromUSPtr(stopped)
@@ -88,6 +88,7 @@ func scanInstance(r scanner) (*suanli.Instance, error) {
 	}
 	i.CreatedAt, i.UpdatedAt = fromUS(created), fromUS(updated)
 	i.StartedAt, i.DestroyedAt = fromUSPtr(started), fromUSPtr(destroyed)
+	i.WaitingSince, i.ReservedUntil = fromUSPtr(waiting), fromUSPtr(reserved)
 	return &i, nil
 }
 
@@ -98,7 +99,8 @@ func jsonText(v any) string {
 
 // Placement is a plan for one instance, made by the scheduler from a
 // snapshot: the instance with its machine, GPUs, cores and locked rates
-// chosen. ApplyPlan re-checks it against the database.
+// chosen, and the interruptible instances it preempts. ApplyPlan re-checks
+// it against the database.
 type Placement struct {
 	Instance *suanli.Instance
 	// HourlyCost is what the instance costs per hour (compute + storage); the
@@ -106,99 +108,313 @@ type Placement struct {
 	HourlyCost suanli.Money
 	// RAMMB is the memory given to the instance.
 	RAMMB int64
+	// Preempt are the instances that lose their GPUs (or cores) to this one,
+	// at the versions the plan saw.
+	Preempt []Victim
 }
 
-// ApplyPlan writes a placement in one transaction after re-checking that the
-// machine is listed, the GPUs (or cores) are still free and the renter's
-// balance covers an hour; it creates the instance, its meters and its first
-// event, and wakes the machine's agent. ECONFLICT when the snapshot was
-// stale (the message says what is free), EPAYMENTREQUIRED with the numbers.
+// Victim is an instance a plan preempts, at the version the plan saw: when
+// it changed since, the plan is stale.
+type Victim struct {
+	ID      int64
+	Version int64
+}
+
+// ApplyPlan writes one placement; see ApplyPlacements.
 func (s *DB) ApplyPlan(ctx context.Context, p Placement, now time.Time) (*suanli.Instance, error) {
-	in := p.Instance
+	ins, err := s.ApplyPlacements(ctx, []Placement{p}, now)
+	if err != nil {
+		return nil, err
+	}
+	return ins[0], nil
+}
+
+// ApplyPlacements writes placements (one instance, or a fleet) in one
+// transaction after re-checking each against the database: the machine is
+// listed; the GPUs (or cores) are owned by nobody but the placement's
+// victims; each victim is still an owning interruptible instance at the
+// version the plan saw; and the renter's balance covers one hour of all of
+// them on top of what runs. It creates the instances (pending, or
+// scheduling while victims drain), their meters and first events, moves the
+// victims to preempting (with an event, a preemption record and the
+// machine's grace in the message), records winning bids in the price
+// history, and bumps each machine's desired version. ECONFLICT when the
+// snapshot was stale (the message says what is free), EPAYMENTREQUIRED with
+// the numbers.
+func (s *DB) ApplyPlacements(ctx context.Context, ps []Placement, now time.Time) ([]*suanli.Instance, error) {
+	out := make([]*suanli.Instance, 0, len(ps))
 	err := s.withTx(ctx, func(tx *Tx) error {
-		m, _, err := scanMachine(tx.queryRow(ctx, `SELECT `+machineCols+` FROM machines WHERE id = ?`, in.MachineID))
-		if isNoRows(err) {
-			return suanli.Errorf(suanli.ENOTFOUND, "offer %d not found", in.MachineID)
-		} else if err != nil {
-			return err
-		}
-		if !m.Listing.Listed {
-			return suanli.Errorf(suanli.ECONFLICT, "offer %d is no longer listed: search again", m.ID)
-		}
-		used, err := tx.gpusInUse(ctx, m.ID, 0)
-		if err != nil {
-			return err
-		}
-		for _, g := range in.GPUIndexes {
-			if slices.Contains(used, g) {
-				free := len(m.Hardware.GPUs) - len(used)
-				return suanli.Errorf(suanli.ECONFLICT, "offer %d has %d free GPUs, you asked for %d: rent %d or pick another offer",
-					m.ID, free, len(in.GPUIndexes), free)
-			}
-		}
-		cores, ram, err := tx.coresInUse(ctx, m.ID, 0)
-		if err != nil {
-			return err
-		}
-		if !m.IsGPU() {
-			if free := m.Hardware.CPUCores - cores; in.CPUCores > free {
-				return suanli.Errorf(suanli.ECONFLICT, "offer %d has %d free CPU cores, you asked for %d", m.ID, free, in.CPUCores)
-			}
-			if free := m.Hardware.RAMMB - ram; p.RAMMB > free {
-				return suanli.Errorf(suanli.ECONFLICT, "offer %d has %d MB of free RAM, you asked for %d", m.ID, free, p.RAMMB)
-			}
-		}
-		bal, err := tx.ledgerBalance(ctx, suanli.LedgerBalance(in.AccountID))
-		if err != nil {
-			return err
-		}
-		burn, err := tx.accountBurn(ctx, in.AccountID)
-		if err != nil {
-			return err
-		}
-		if bal < burn+p.HourlyCost {
-			if burn > 0 {
-				return suanli.Errorf(suanli.EPAYMENTREQUIRED, "balance %s does not cover one hour: your running instances burn %s/h and this rental costs %s/h; add credit or stop something first",
-					bal, burn, p.HourlyCost)
-			}
-			return suanli.Errorf(suanli.EPAYMENTREQUIRED, "balance %s does not cover one hour of this rental (%s/h): add credit first", bal, p.HourlyCost)
-		}
-		in.CreatedAt, in.UpdatedAt, in.Version = now, now, 1
-		id, err := tx.insert(ctx, `INSERT INTO instances (account_id, machine_id, host_id, label, image, cmd, env, disk_gb, gpu_name, gpu_count,
-			gpu_indexes, cpu_cores, ram_mb, rental_type, bid, rates, simulated, status, status_message, desired, created_at, updated_at, version,
-			project, tags, guards, restart, ports, template, volumes, secrets, secret_meta, allowed_countries)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			in.AccountID, in.MachineID, in.HostID, in.Label, in.Image, jsonText(in.Cmd), jsonText(in.Env), in.DiskGB, in.GPUName, in.GPUCount,
-			jsonText(in.GPUIndexes), in.CPUCores, p.RAMMB, in.RentalType, int64(in.Bid), jsonText(in.Rates), in.Simulated, in.Status,
-			in.StatusMessage, in.Desired, us(now), us(now), in.Version, in.Project, jsonText(orEmpty(in.Tags)), jsonText(in.Guards),
-			jsonText(in.Restart), jsonText(orEmptyInts(in.Ports)), in.Template, jsonText(orEmptyMounts(in.Volumes)), in.Sealed, metaOf(in), strings.Join(in.Allowed, ","))
-		if err != nil {
-			return err
-		}
-		in.ID = id
-		in.RAMGB = float64(p.RAMMB) / 1024
-		nowUS := us(now)
-		fee := in.Rates.FeeBasisPoints
-		for _, m := range []*meter{
-			{Kind: suanli.MeterCompute, Rate: in.Rates.ComputePerHour, PeriodUS: suanli.MicrosPerHour},
-			{Kind: suanli.MeterStorage, Rate: in.Rates.StoragePerMonth * suanli.Money(in.DiskGB), PeriodUS: suanli.MicrosPerMonth, Active: true},
-			{Kind: suanli.MeterInetUp, Rate: in.Rates.InetUpPerGB, PeriodUS: 1_000_000_000},
-			{Kind: suanli.MeterInetDown, Rate: in.Rates.InetDownPerGB, PeriodUS: 1_000_000_000},
-		} {
-			m.InstanceID, m.AccountID, m.HostID, m.FeeBP, m.Since = id, in.AccountID, in.HostID, fee, nowUS
-			if err := tx.createMeter(ctx, m); err != nil {
+		out = out[:0]
+		var need suanli.Money
+		var burn, bal suanli.Money
+		for i, p := range ps {
+			in := p.Instance
+			m, _, err := scanMachine(tx.queryRow(ctx, `SELECT `+machineCols+` FROM machines WHERE id = ?`, in.MachineID))
+			if isNoRows(err) {
+				return suanli.Errorf(suanli.ENOTFOUND, "offer %d not found", in.MachineID)
+			} else if err != nil {
 				return err
 			}
+			if !m.Listing.Listed {
+				return suanli.Errorf(suanli.ECONFLICT, "offer %d is no longer listed: search again", m.ID)
+			}
+			victims := make([]int64, 0, len(p.Preempt))
+			for _, v := range p.Preempt {
+				vin, err := tx.instance(ctx, v.ID)
+				if err != nil {
+					return err
+				}
+				if vin.Version != v.Version || vin.MachineID != m.ID || !vin.OwnsGPUs() || vin.RentalType != suanli.RentalInterruptible {
+					return suanli.Errorf(suanli.ECONFLICT, "offer %d changed while planning (instance %d is now %s): plan again", m.ID, v.ID, vin.Status)
+				}
+				victims = append(victims, v.ID)
+			}
+			used, err := tx.gpusInUse(ctx, m.ID, victims...)
+			if err != nil {
+				return err
+			}
+			for _, g := range in.GPUIndexes {
+				if slices.Contains(used, g) {
+					free := len(m.Hardware.GPUs) - len(used)
+					return suanli.Errorf(suanli.ECONFLICT, "offer %d has %d free GPUs, you asked for %d: rent %d or pick another offer",
+						m.ID, free, len(in.GPUIndexes), free)
+				}
+			}
+			cores, ram, err := tx.coresInUse(ctx, m.ID, victims...)
+			if err != nil {
+				return err
+			}
+			if !m.IsGPU() {
+				if free := m.Hardware.CPUCores - cores; in.CPUCores > free {
+					return suanli.Errorf(suanli.ECONFLICT, "offer %d has %d free CPU cores, you asked for %d", m.ID, free, in.CPUCores)
+				}
+				if free := m.Hardware.RAMMB - ram; p.RAMMB > free {
+					return suanli.Errorf(suanli.ECONFLICT, "offer %d has %d MB of free RAM, you asked for %d", m.ID, free, p.RAMMB)
+				}
+			}
+			if i == 0 || in.AccountID != ps[0].Instance.AccountID {
+				if bal, err = tx.ledgerBalance(ctx, suanli.LedgerBalance(in.AccountID)); err != nil {
+					return err
+				}
+				if burn, err = tx.accountBurn(ctx, in.AccountID); err != nil {
+					return err
+				}
+				need = 0
+			}
+			need += p.HourlyCost
+			// A booking's launch was paid for up front, from escrow.
+			if bal < burn+need && in.RentalType != suanli.RentalBooked {
+				what := "this rental costs"
+				if len(ps) > 1 {
+					what = fmt.Sprintf("these %d rentals cost", len(ps))
+				}
+				if burn > 0 {
+					return suanli.Errorf(suanli.EPAYMENTREQUIRED, "balance %s does not cover one hour: your running instances burn %s/h and %s %s/h; add credit or stop something first",
+						bal, burn, what, need)
+				}
+				if len(ps) == 1 {
+					return suanli.Errorf(suanli.EPAYMENTREQUIRED, "balance %s does not cover one hour of this rental (%s/h): add credit first", bal, need)
+				}
+				return suanli.Errorf(suanli.EPAYMENTREQUIRED, "balance %s does not cover one hour: %s %s/h; add credit first", bal, what, need)
+			}
+			if len(victims) > 0 {
+				in.Status = suanli.StatusScheduling
+				in.StatusMessage = fmt.Sprintf("waiting up to %d s for preempted instance %s to stop", m.Listing.PreemptGraceS, joinIDs(victims))
+			}
+			if err := tx.insertInstance(ctx, in, p.RAMMB, now); err != nil {
+				return err
+			}
+			what := "an on-demand rental"
+			switch in.RentalType {
+			case suanli.RentalInterruptible:
+				what = "a bid of " + in.Bid.String() + "/h"
+				if err := tx.addPricePoint(ctx, now, in.GPUName, suanli.PriceBid, perUnit(in.Bid, in), m.ID); err != nil {
+					return err
+				}
+			case suanli.RentalReserved:
+				what = "a reserved rental"
+			}
+			for _, vid := range victims {
+				if err := tx.preempt(ctx, vid, in.ID, what, m, now); err != nil {
+					return err
+				}
+			}
+			out = append(out, in)
 		}
-		if err := tx.addEvent(ctx, id, now, in.Status, "created on machine "+fmt.Sprint(in.MachineID)); err != nil {
-			return err
-		}
-		return tx.bumpDesired(ctx, in.MachineID)
+		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return in, nil
+	return out, nil
+}
+
+func joinIDs(ids []int64) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = fmt.Sprint(id)
+	}
+	return strings.Join(s, ", ")
+}
+
+// perUnit is a whole-instance price per GPU (or core) hour.
+func perUnit(price suanli.Money, in *suanli.Instance) suanli.Money {
+	n := in.GPUCount
+	if n == 0 {
+		n = in.CPUCores
+	}
+	return price / suanli.Money(max(n, 1))
+}
+
+// insertInstance creates an instance row, its meters and its first event,
+// and wakes the machine's agent.
+func (tx *Tx) insertInstance(ctx context.Context, in *suanli.Instance, ramMB int64, now time.Time) error {
+	in.CreatedAt, in.UpdatedAt, in.Version = now, now, 1
+	id, err := tx.insert(ctx, `INSERT INTO instances (account_id, machine_id, host_id, label, image, cmd, env, disk_gb, gpu_name, gpu_count,
+		gpu_indexes, cpu_cores, ram_mb, rental_type, bid, rates, simulated, status, status_message, desired, created_at, updated_at, version,
+		project, tags, guards, restart, ports, template, volumes, secrets, secret_meta, allowed_countries)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		in.AccountID, in.MachineID, in.HostID, in.Label, in.Image, jsonText(in.Cmd), jsonText(in.Env), in.DiskGB, in.GPUName, in.GPUCount,
+		jsonText(orEmptyInts(in.GPUIndexes)), in.CPUCores, ramMB, in.RentalType, int64(in.Bid), jsonText(in.Rates), in.Simulated, in.Status,
+		in.StatusMessage, in.Desired, us(now), us(now), in.Version, in.Project, jsonText(orEmpty(in.Tags)), jsonText(in.Guards),
+		jsonText(in.Restart), jsonText(orEmptyInts(in.Ports)), in.Template, jsonText(orEmptyMounts(in.Volumes)), in.Sealed, metaOf(in),
+		strings.Join(in.Allowed, ","))
+	if err != nil {
+		return err
+	}
+	in.ID = id
+	in.RAMGB = float64(ramMB) / 1024
+	nowUS := us(now)
+	fee := in.Rates.FeeBasisPoints
+	for _, m := range []*meter{
+		{Kind: suanli.MeterCompute, Rate: in.Rates.ComputePerHour, PeriodUS: suanli.MicrosPerHour},
+		{Kind: suanli.MeterStorage, Rate: in.Rates.StoragePerMonth * suanli.Money(in.DiskGB), PeriodUS: suanli.MicrosPerMonth, Active: true},
+		{Kind: suanli.MeterInetUp, Rate: in.Rates.InetUpPerGB, PeriodUS: 1_000_000_000},
+		{Kind: suanli.MeterInetDown, Rate: in.Rates.InetDownPerGB, PeriodUS: 1_000_000_000},
+	} {
+		m.InstanceID, m.AccountID, m.HostID, m.FeeBP, m.Since = id, in.AccountID, in.HostID, fee, nowUS
+		if err := tx.createMeter(ctx, m); err != nil {
+			return err
+		}
+	}
+	msg := "created on machine " + fmt.Sprint(in.MachineID)
+	if in.StatusMessage != "" {
+		msg += ": " + in.StatusMessage
+	}
+	if err := tx.addEvent(ctx, id, now, in.Status, msg); err != nil {
+		return err
+	}
+	return tx.bumpDesired(ctx, in.MachineID)
+}
+
+// preempt moves an owning instance to preempting: its agent gets desired
+// stopped with the machine's grace (SIGTERM, then SIGKILL after it). by is
+// the instance it lost to (0 for a rebalance), what describes that claim.
+func (tx *Tx) preempt(ctx context.Context, id, by int64, what string, m *suanli.Machine, now time.Time) error {
+	old, err := tx.instance(ctx, id)
+	if err != nil {
+		return err
+	}
+	in := *old
+	in.Status, in.PreemptedBy = suanli.StatusPreempting, by
+	who := what
+	if by != 0 {
+		who = fmt.Sprintf("instance %d (%s)", by, what)
+	}
+	in.StatusMessage = fmt.Sprintf("preempted by %s: SIGTERM now, stopped within %d s; the disk stays and it resumes by itself when it wins GPUs again",
+		who, m.Listing.PreemptGraceS)
+	if _, err := tx.writeInstance(ctx, old, &in, now, now); err != nil {
+		return err
+	}
+	_, err = tx.exec(ctx, `INSERT INTO preemptions (machine_id, instance_id, by_instance_id, gpu_name, at) VALUES (?, ?, ?, ?, ?)`,
+		m.ID, id, by, old.GPUName, us(now))
+	return err
+}
+
+// Resume gives a waiting instance (preempted, or queued to start) GPUs it
+// won, at the version the decision saw.
+type Resume struct {
+	ID         int64
+	Version    int64
+	GPUIndexes []int
+}
+
+// ApplyRebalance writes a machine's arbitration in one transaction: victims
+// go preempting (as in ApplyPlacements), waiting instances that won go
+// pending on the GPUs given (their agent starts them once no preempted
+// workload occupies those GPUs), winning bids are recorded. Every instance
+// is re-checked at the version the decision saw and every GPU given must be
+// owned by nobody but the victims: ECONFLICT when stale.
+func (s *DB) ApplyRebalance(ctx context.Context, machineID int64, preempt []Victim, resume []Resume, now time.Time) error {
+	return s.withTx(ctx, func(tx *Tx) error {
+		m, _, err := scanMachine(tx.queryRow(ctx, `SELECT `+machineCols+` FROM machines WHERE id = ?`, machineID))
+		if isNoRows(err) {
+			return notFound("machine", machineID)
+		} else if err != nil {
+			return err
+		}
+		victims := make([]int64, 0, len(preempt))
+		for _, v := range preempt {
+			vin, err := tx.instance(ctx, v.ID)
+			if err != nil {
+				return err
+			}
+			if vin.Version != v.Version || vin.MachineID != m.ID || !vin.OwnsGPUs() || vin.RentalType != suanli.RentalInterruptible {
+				return suanli.Errorf(suanli.ECONFLICT, "machine %d changed while arbitrating (instance %d is now %s)", m.ID, v.ID, vin.Status)
+			}
+			victims = append(victims, v.ID)
+		}
+		used, err := tx.gpusInUse(ctx, m.ID, victims...)
+		if err != nil {
+			return err
+		}
+		var by int64
+		what := "a higher claim"
+		for _, r := range resume {
+			old, err := tx.instance(ctx, r.ID)
+			if err != nil {
+				return err
+			}
+			if old.Version != r.Version || old.MachineID != m.ID || !old.Waiting() {
+				return suanli.Errorf(suanli.ECONFLICT, "machine %d changed while arbitrating (instance %d is now %s)", m.ID, r.ID, old.Status)
+			}
+			for _, g := range r.GPUIndexes {
+				if slices.Contains(used, g) {
+					return suanli.Errorf(suanli.ECONFLICT, "machine %d changed while arbitrating (GPU %d is taken)", m.ID, g)
+				}
+			}
+			used = append(used, r.GPUIndexes...)
+			in := *old
+			in.GPUIndexes = slices.Clone(r.GPUIndexes)
+			if in.GPUIndexes == nil {
+				in.GPUIndexes = []int{}
+			}
+			in.WaitingSince = nil
+			if old.Status == suanli.StatusPreempted {
+				in.Status, in.StatusMessage = suanli.StatusPending, "resuming: it won GPUs again"
+			} else {
+				in.Status, in.StatusMessage = suanli.StatusPending, "starting: its queued start won GPUs"
+			}
+			if _, err := tx.writeInstance(ctx, old, &in, now, now); err != nil {
+				return err
+			}
+			if in.RentalType == suanli.RentalInterruptible {
+				if err := tx.addPricePoint(ctx, now, in.GPUName, suanli.PriceBid, perUnit(in.Bid, &in), m.ID); err != nil {
+					return err
+				}
+			}
+			if by == 0 {
+				by = in.ID
+				what = in.RentalType
+			}
+		}
+		for _, vid := range victims {
+			if err := tx.preempt(ctx, vid, by, what, m, now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // accountBurn is what an account's active meters cost per hour now.
@@ -247,87 +463,116 @@ func computeBilled(status string) bool {
 }
 
 // UpdateInstance changes an instance in one transaction: fn edits a copy
-// (status, message, desired state, exit code); the meters follow the status
-// change as of at (compute runs while running or preempting, storage until
-// destroyed), an event is recorded, and the agent is woken when the desired
-// state changed. fn's error aborts without change. ENOTFOUND.
+// (status, message, desired state, exit code, GPUs, wait); the meters follow
+// the status change as of at (compute runs while running or preempting,
+// storage until destroyed), an event is recorded, and the agent is woken
+// when anything it sees changed.
+// fn's error aborts without change. ENOTFOUND.
 func (s *DB) UpdateInstance(ctx context.Context, id int64, at, now time.Time, fn func(i *suanli.Instance) error) (*suanli.Instance, error) {
 	var out *suanli.Instance
 	err := s.withTx(ctx, func(tx *Tx) error {
-		old, err := scanInstance(tx.queryRow(ctx, `SELECT `+instanceCols+` FROM instances WHERE id = ?`, id))
-		if isNoRows(err) {
-			return notFound("instance", id)
-		} else if err != nil {
+		old, err := tx.instance(ctx, id)
+		if err != nil {
 			return err
 		}
 		in := *old
 		if err := fn(&in); err != nil {
 			return err
 		}
-		if in.Status == old.Status && in.Desired == old.Desired && in.StatusMessage == old.StatusMessage &&
-			equalExit(in.ExitCode, old.ExitCode) && in.Label == old.Label && in.Project == old.Project &&
-			jsonText(in.Tags) == jsonText(old.Tags) && jsonText(in.Guards) == jsonText(old.Guards) &&
-			in.Restarts == old.Restarts && in.RestartPending == old.RestartPending && jsonText(in.Restart) == jsonText(old.Restart) &&
-			jsonText(in.PortMap) == jsonText(old.PortMap) {
-			out = old
-			return nil
-		}
-		if in.Status != old.Status {
-			if in.Status == suanli.StatusRunning && !computeBilled(old.Status) {
-				t := at
-				in.StartedAt, in.StoppedAt = &t, nil
-			}
-			if !computeBilled(in.Status) && in.Status != suanli.StatusStopping && in.StoppedAt == nil && in.StartedAt != nil {
-				t := at
-				in.StoppedAt = &t
-			}
-			if in.Status == suanli.StatusDestroyed {
-				t := at
-				in.DestroyedAt = &t
-			}
-			ms, err := tx.instanceMeters(ctx, id)
-			if err != nil {
-				return err
-			}
-			atUS := us(at)
-			if m := ms[suanli.MeterCompute]; m != nil {
-				if err := tx.setActive(ctx, m, computeBilled(in.Status), atUS, now); err != nil {
-					return err
-				}
-			}
-			if m := ms[suanli.MeterStorage]; m != nil {
-				if err := tx.setActive(ctx, m, in.Status != suanli.StatusDestroyed, atUS, now); err != nil {
-					return err
-				}
-			}
-			msg := in.StatusMessage
-			if err := tx.addEvent(ctx, id, at, in.Status, msg); err != nil {
-				return err
-			}
-		}
-		in.UpdatedAt = now
-		in.Version = old.Version + 1
-		var exit any
-		if in.ExitCode != nil {
-			exit = *in.ExitCode
-		}
-		if _, err := tx.exec(ctx, `UPDATE instances SET status = ?, status_message = ?, desired = ?, exit_code = ?, started_at = ?,
-			destroyed_at = ?, updated_at = ?, version = ?, label = ?, project = ?, tags = ?, guards = ?, stopped_at = ?, restart = ?,
-			restarts = ?, restart_pending = ?, port_map = ? WHERE id = ?`,
-			in.Status, in.StatusMessage, in.Desired, exit, usPtr(in.StartedAt), usPtr(in.DestroyedAt), us(now), in.Version,
-			in.Label, in.Project, jsonText(orEmpty(in.Tags)), jsonText(in.Guards), usPtr(in.StoppedAt), jsonText(in.Restart),
-			in.Restarts, in.RestartPending, jsonText(orEmptyPorts(in.PortMap)), id); err != nil {
-			return err
-		}
-		if in.Desired != old.Desired || in.Status == suanli.StatusDestroyed && old.Status != suanli.StatusDestroyed {
-			if err := tx.bumpDesired(ctx, in.MachineID); err != nil {
-				return err
-			}
-		}
-		out = &in
-		return nil
+		out, err = tx.writeInstance(ctx, old, &in, at, now)
+		return err
 	})
 	return out, err
+}
+
+// instance reads one instance row (no cost). ENOTFOUND.
+func (tx *Tx) instance(ctx context.Context, id int64) (*suanli.Instance, error) {
+	in, err := scanInstance(tx.queryRow(ctx, `SELECT `+instanceCols+` FROM instances WHERE id = ?`, id))
+	if isNoRows(err) {
+		return nil, notFound("instance", id)
+	}
+	return in, err
+}
+
+// sameInstance reports whether writeInstance would store nothing new.
+func sameInstance(a, b *suanli.Instance) bool {
+	return a.Status == b.Status && a.Desired == b.Desired && a.StatusMessage == b.StatusMessage && equalExit(a.ExitCode, b.ExitCode) &&
+		slices.Equal(a.GPUIndexes, b.GPUIndexes) && equalTime(a.WaitingSince, b.WaitingSince) && equalTime(a.ReservedUntil, b.ReservedUntil) &&
+		a.PreemptedBy == b.PreemptedBy && a.RentalType == b.RentalType && a.Bid == b.Bid && a.Rates == b.Rates &&
+		a.Label == b.Label && a.Project == b.Project && jsonText(a.Tags) == jsonText(b.Tags) && jsonText(a.Guards) == jsonText(b.Guards) &&
+		a.Restarts == b.Restarts && a.RestartPending == b.RestartPending && jsonText(a.Restart) == jsonText(b.Restart) &&
+		jsonText(a.PortMap) == jsonText(b.PortMap)
+}
+
+func equalTime(a, b *time.Time) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Equal(*b)
+}
+
+// writeInstance stores in, an edited copy of old, as of at: on a status
+// change the meters follow and an event is recorded; the machine's desired
+// version is bumped when anything its agent sees may have changed. It
+// returns what was stored.
+func (tx *Tx) writeInstance(ctx context.Context, old, in *suanli.Instance, at, now time.Time) (*suanli.Instance, error) {
+	if sameInstance(old, in) {
+		return old, nil
+	}
+	if in.Status != old.Status {
+		if in.Status == suanli.StatusRunning && !computeBilled(old.Status) {
+			t := at
+			in.StartedAt, in.StoppedAt = &t, nil
+		}
+		if !computeBilled(in.Status) && in.Status != suanli.StatusStopping && in.StoppedAt == nil && in.StartedAt != nil {
+			t := at
+			in.StoppedAt = &t
+		}
+		if in.Status == suanli.StatusDestroyed {
+			t := at
+			in.DestroyedAt = &t
+		}
+		ms, err := tx.instanceMeters(ctx, in.ID)
+		if err != nil {
+			return nil, err
+		}
+		atUS := us(at)
+		if m := ms[suanli.MeterCompute]; m != nil {
+			if err := tx.setActive(ctx, m, computeBilled(in.Status), atUS, now); err != nil {
+				return nil, err
+			}
+		}
+		if m := ms[suanli.MeterStorage]; m != nil {
+			if err := tx.setActive(ctx, m, in.Status != suanli.StatusDestroyed, atUS, now); err != nil {
+				return nil, err
+			}
+		}
+		if err := tx.addEvent(ctx, in.ID, at, in.Status, in.StatusMessage); err != nil {
+			return nil, err
+		}
+	}
+	in.UpdatedAt = now
+	in.Version = old.Version + 1
+	var exit any
+	if in.ExitCode != nil {
+		exit = *in.ExitCode
+	}
+	if _, err := tx.exec(ctx, `UPDATE instances SET status = ?, status_message = ?, desired = ?, exit_code = ?, started_at = ?,
+		destroyed_at = ?, updated_at = ?, version = ?, label = ?, project = ?, tags = ?, guards = ?, stopped_at = ?, restart = ?,
+		restarts = ?, restart_pending = ?, port_map = ?, gpu_indexes = ?, waiting_since = ?, reserved_until = ?, preempted_by = ?,
+		rental_type = ?, bid = ?, rates = ? WHERE id = ?`,
+		in.Status, in.StatusMessage, in.Desired, exit, usPtr(in.StartedAt), usPtr(in.DestroyedAt), us(now), in.Version,
+		in.Label, in.Project, jsonText(orEmpty(in.Tags)), jsonText(in.Guards), usPtr(in.StoppedAt), jsonText(in.Restart),
+		in.Restarts, in.RestartPending, jsonText(orEmptyPorts(in.PortMap)), jsonText(orEmptyInts(in.GPUIndexes)), usPtr(in.WaitingSince),
+		usPtr(in.ReservedUntil), in.PreemptedBy, in.RentalType, int64(in.Bid), jsonText(in.Rates), in.ID); err != nil {
+		return nil, err
+	}
+	if in.Desired != old.Desired || in.Status != old.Status || !slices.Equal(in.GPUIndexes, old.GPUIndexes) {
+		if err := tx.bumpDesired(ctx, in.MachineID); err != nil {
+			return nil, err
+		}
+	}
+	return in, nil
 }
 
 func orEmptyMounts(v []suanli.VolumeMount) []suanli.VolumeMount {

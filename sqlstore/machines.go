@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -96,7 +97,7 @@ func (s *DB) FindMachines(ctx context.Context, f suanli.MachineFilter) ([]*suanl
 		total = len(all)
 		out = page(all, f.Offset, f.Limit)
 		for _, m := range out {
-			if m.GPUsInUse, err = tx.gpusInUse(ctx, m.ID, 0); err != nil {
+			if m.GPUsInUse, err = tx.gpusInUse(ctx, m.ID); err != nil {
 				return err
 			}
 		}
@@ -116,22 +117,23 @@ func page[T any](all []T, offset, limit int) []T {
 	return all
 }
 
-// gpusInUse returns the GPU indexes held by the machine's live instances,
-// other than instance except.
-func (tx *Tx) gpusInUse(ctx context.Context, machineID, except int64) ([]int, error) {
-	rows, err := tx.query(ctx, `SELECT gpu_indexes, status FROM instances WHERE machine_id = ? AND status <> ? AND id <> ?`,
-		machineID, suanli.StatusDestroyed, except)
+// gpusInUse returns the GPU indexes owned by the machine's live instances
+// (suanli.Instance.OwnsGPUs), other than those in except.
+func (tx *Tx) gpusInUse(ctx context.Context, machineID int64, except ...int64) ([]int, error) {
+	rows, err := tx.query(ctx, `SELECT id, gpu_indexes, status FROM instances WHERE machine_id = ? AND status <> ?`,
+		machineID, suanli.StatusDestroyed)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	used := []int{}
 	for rows.Next() {
+		var id int64
 		var idx, status string
-		if err := rows.Scan(&idx, &status); err != nil {
+		if err := rows.Scan(&id, &idx, &status); err != nil {
 			return nil, err
 		}
-		if !(&suanli.Instance{Status: status}).HoldsGPUs() {
+		if !(&suanli.Instance{Status: status}).OwnsGPUs() || slices.Contains(except, id) {
 			continue
 		}
 		var xs []int
@@ -143,23 +145,23 @@ func (tx *Tx) gpusInUse(ctx context.Context, machineID, except int64) ([]int, er
 	return used, rows.Err()
 }
 
-// coresInUse returns the CPU cores and RAM (MB) held by the machine's live
-// instances that hold resources.
-func (tx *Tx) coresInUse(ctx context.Context, machineID, except int64) (cores int, ramMB int64, err error) {
-	rows, err := tx.query(ctx, `SELECT cpu_cores, ram_mb, status FROM instances WHERE machine_id = ? AND status <> ? AND id <> ?`,
-		machineID, suanli.StatusDestroyed, except)
+// coresInUse returns the CPU cores and RAM (MB) owned by the machine's live
+// instances (suanli.Instance.OwnsGPUs), other than those in except.
+func (tx *Tx) coresInUse(ctx context.Context, machineID int64, except ...int64) (cores int, ramMB int64, err error) {
+	rows, err := tx.query(ctx, `SELECT id, cpu_cores, ram_mb, status FROM instances WHERE machine_id = ? AND status <> ?`,
+		machineID, suanli.StatusDestroyed)
 	if err != nil {
 		return 0, 0, err
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var c int
-		var r int64
+		var id, r int64
 		var status string
-		if err := rows.Scan(&c, &r, &status); err != nil {
+		if err := rows.Scan(&id, &c, &r, &status); err != nil {
 			return 0, 0, err
 		}
-		if (&suanli.Instance{Status: status}).HoldsGPUs() {
+		if (&suanli.Instance{Status: status}).OwnsGPUs() && !slices.Contains(except, id) {
 			cores, ramMB = cores+c, ramMB+r
 		}
 	}
@@ -237,10 +239,10 @@ func (tx *Tx) bumpDesired(ctx context.Context, machineID int64) error {
 // MachineUsage returns what a machine's live instances hold now.
 func (s *DB) MachineUsage(ctx context.Context, id int64) (gpus []int, cores int, ramMB int64, err error) {
 	err = s.read(ctx, func(tx *Tx) error {
-		if gpus, err = tx.gpusInUse(ctx, id, 0); err != nil {
+		if gpus, err = tx.gpusInUse(ctx, id); err != nil {
 			return err
 		}
-		cores, ramMB, err = tx.coresInUse(ctx, id, 0)
+		cores, ramMB, err = tx.coresInUse(ctx, id)
 		return err
 	})
 	return gpus, cores, ramMB, err

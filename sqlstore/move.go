@@ -80,7 +80,7 @@ func (s *DB) MoveInstance(ctx context.Context, mv Move, at, now time.Time) (*sua
 		msg := fmt.Sprintf("relaunching on machine %d: %s", mv.MachineID, mv.Reason)
 		if _, err := tx.exec(ctx, `UPDATE instances SET machine_id = ?, host_id = ?, gpu_indexes = ?, cpu_cores = ?, ram_mb = ?, rates = ?,
 			status = ?, status_message = ?, desired = ?, exit_code = NULL, moves = moves + 1, avoid_machines = ?, updated_at = ?,
-			version = version + 1, stopped_at = ? WHERE id = ?`, mv.MachineID, mv.HostID, jsonText(mv.GPUIndexes), mv.CPUCores, mv.RAMMB,
+			version = version + 1, stopped_at = ?, waiting_since = NULL WHERE id = ?`, mv.MachineID, mv.HostID, jsonText(mv.GPUIndexes), mv.CPUCores, mv.RAMMB,
 			jsonText(mv.Rates), suanli.StatusPending, msg, suanli.DesiredRunning, jsonText(avoid), nowUS, atUS, in.ID); err != nil {
 			return err
 		}

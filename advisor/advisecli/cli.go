@@ -142,11 +142,19 @@ func saveCatalog(path string, c *storedCatalog) error {
 
 // fullCatalog is the built-in catalog with the imported one merged over it.
 func fullCatalog(cmd *cobra.Command) ([]advisor.CatalogRow, error) {
-	p, err := catalogPath(cmd)
+	h, err := homeDir(cmd)
 	if err != nil {
 		return nil, err
 	}
-	c, err := loadCatalog(p)
+	return LoadCatalog(h)
+}
+
+// LoadCatalog returns the catalog `suanli compare` uses: the built-in one
+// with the rows imported into home (home/catalog.json) merged over it. A
+// home without imports gives the built-in catalog. The web console reads
+// it through this, so that both compare with the same prices.
+func LoadCatalog(home string) ([]advisor.CatalogRow, error) {
+	c, err := loadCatalog(filepath.Join(home, CatalogFile))
 	if err != nil {
 		return nil, err
 	}

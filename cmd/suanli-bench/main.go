@@ -3,6 +3,7 @@
 // same answers before they report any time (DESIGN §8).
 //
 //	suanli-bench search [flags]        offer search: market.Index vs SQLite vs a naive scan
+//	suanli-bench place [flags]         placement at 100k hosts: group-committed decisions vs one SQLite transaction each
 //	suanli-bench reliability [flags]   host faults on agents in Docker containers: detection, billing, copies
 //
 // Progress goes to stderr, results to stdout.
@@ -22,6 +23,9 @@ const usage = `usage: suanli-bench <benchmark> [flags]
 benchmarks:
   search       offer search: the in-memory market index against SQLite and a naive
                scan-and-sort, under a concurrent writer (see suanli-bench search -h)
+  place        placement and preemption at 100k hosts: sched.Cluster with a
+               group-committed decision log against one SQLite transaction per
+               placement (see suanli-bench place -h)
   reliability  host faults (kill, freeze, partition, SIGSTOP, packet loss) on agents in
                Docker containers: detection latency, billing after the last heartbeat,
                duplicate copies, relaunches, recovery (see suanli-bench reliability -h)
@@ -38,6 +42,8 @@ func main() {
 	switch os.Args[1] {
 	case "search":
 		err = runSearch(ctx, os.Args[2:])
+	case "place":
+		err = runPlace(os.Args[2:])
 	case "reliability":
 		err = runReliability(ctx, os.Args[2:])
 	case "-h", "-help", "--help", "help":

@@ -24,15 +24,16 @@ import (
 
 // searchConfig holds the search benchmark's flags.
 type searchConfig struct {
-	offers     int
-	seed       uint64
-	duration   time.Duration
-	rate       int
-	perClass   int
-	dir        string
-	jsonOut    bool
-	cpuprofile string
-	systems    string
+	offers      int
+	seed        uint64
+	duration    time.Duration
+	rate        int
+	perClass    int
+	dir         string
+	jsonOut     bool
+	cpuprofile  string
+	systems     string
+	minPerClass int
 }
 
 func runSearch(ctx context.Context, args []string) error {
@@ -43,6 +44,7 @@ func runSearch(ctx context.Context, args []string) error {
 	fs.DurationVar(&c.duration, "duration", 15*time.Second, "query time per system")
 	fs.IntVar(&c.rate, "updates", 20_000, "offer updates per second applied while querying (0: none)")
 	fs.IntVar(&c.perClass, "queries", 12, "distinct queries per class (each is verified on every system)")
+	fs.IntVar(&c.minPerClass, "min", 3, "timed queries per class at least, even past -duration (up to 8x -duration)")
 	fs.StringVar(&c.dir, "dir", "", "directory for the SQLite file (default: a new temporary directory)")
 	fs.BoolVar(&c.jsonOut, "json", false, "print the results as JSON")
 	fs.StringVar(&c.cpuprofile, "cpuprofile", "", "write a CPU profile of the timed phases to this file")
@@ -74,11 +76,10 @@ type system interface {
 	apply(ctx context.Context, us []update) error
 }
 
-// indexSystem is market.Index; shadow holds the current offers so that the
-// writer can derive each change (a store would hand over the new offer).
+// indexSystem is market.Index; the writer reads the current offer from
+// the index itself (Get) to derive each change.
 type indexSystem struct {
-	idx    *market.Index
-	shadow []*suanli.Offer
+	idx *market.Index
 }
 
 func (s *indexSystem) search(_ context.Context, q *benchQuery) (*suanli.OfferResult, error) {
@@ -86,11 +87,18 @@ func (s *indexSystem) search(_ context.Context, q *benchQuery) (*suanli.OfferRes
 }
 
 func (s *indexSystem) apply(_ context.Context, us []update) error {
-	put := make([]*suanli.Offer, len(us))
-	for i, u := range us {
-		o := u.apply(s.shadow[u.id-1])
-		s.shadow[u.id-1] = o
-		put[i] = o
+	put := make([]*suanli.Offer, 0, len(us))
+	latest := map[int64]*suanli.Offer{} // a batch may change an offer twice
+	for _, u := range us {
+		cur, ok := latest[u.id]
+		if !ok {
+			if cur, ok = s.idx.Get(u.id); !ok {
+				return fmt.Errorf("offer %d is not in the index", u.id)
+			}
+		}
+		o := u.apply(cur)
+		latest[u.id] = o
+		put = append(put, o)
 	}
 	s.idx.Apply(put, nil)
 	return nil
@@ -146,12 +154,14 @@ type named struct {
 	applied int64
 	tick    time.Duration // how often its writer applies what is due
 	lat     map[string][]time.Duration
-	rate    float64 // updates per second achieved while timed
+	cpu     map[string][]time.Duration // CPU time of the querying thread
+	rate    float64                    // updates per second achieved while timed
 	queries int
 }
 
 func benchSearch(ctx context.Context, c searchConfig, out io.Writer) error {
 	start := time.Now()
+	loadStart := loadavg()
 	offers := generate(c.offers, c.seed)
 	progress("generated %d offers from %d machines in %.1fs", len(offers), (len(offers)+3)/4, time.Since(start).Seconds())
 
@@ -186,13 +196,14 @@ func benchSearch(ctx context.Context, c searchConfig, out io.Writer) error {
 	sqliteLoad := time.Since(t0)
 
 	systems := []*named{
-		{name: "index", sys: &indexSystem{idx: idx, shadow: slices.Clone(offers)}, tick: 2 * time.Millisecond},
+		{name: "index", sys: &indexSystem{idx: idx}, tick: 2 * time.Millisecond},
 		{name: "sqlite", sys: &sqliteSystem{db: db, shadow: slices.Clone(offers)}, tick: 10 * time.Millisecond},
 		{name: "naive", sys: &naiveSystem{offers: slices.Clone(offers)}, tick: 2 * time.Millisecond},
 	}
 	for _, s := range systems {
 		s.next = updates(len(offers), c.seed)
 		s.lat = map[string][]time.Duration{}
+		s.cpu = map[string][]time.Duration{}
 	}
 
 	queries := makeQueries(c.perClass, len(offers), c.seed)
@@ -239,6 +250,9 @@ func benchSearch(ctx context.Context, c searchConfig, out io.Writer) error {
 			return fmt.Errorf("%s: %w", s.name, err)
 		}
 	}
+	if _, err := db.w.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+		return fmt.Errorf("sqlite: checkpoint: %w", err)
+	}
 	progress("verifying again after %d updates on each system", most)
 	if err := verify(ctx, systems, queries); err != nil {
 		return err
@@ -249,18 +263,23 @@ func benchSearch(ctx context.Context, c searchConfig, out io.Writer) error {
 		Duration: c.duration.String(), Machine: machine(), Command: "go run ./cmd/suanli-bench search " + strings.Join(os.Args[2:], " "),
 		IndexBuildS: build.Seconds(), IndexHeapMB: mb(heap), IndexEstimateMB: mb(int64(idx.MemBytes())),
 		SQLiteLoadS: sqliteLoad.Seconds(), Verified: len(queries), UpdatesVerified: most,
+		LoadStart: loadStart, LoadEnd: loadavg(),
 	}
 	for _, s := range systems {
 		if len(s.lat) == 0 {
 			continue
 		}
-		sr := systemReport{Name: s.name, Queries: s.queries, UpdatesPerS: s.rate, Classes: map[string]percentiles{}}
-		var all []time.Duration
+		sr := systemReport{Name: s.name, Queries: s.queries, UpdatesPerS: s.rate, Classes: map[string]percentiles{}, CPUClasses: map[string]percentiles{}}
+		var all, cpu []time.Duration
 		for class, l := range s.lat {
 			sr.Classes[class] = pct(l)
 			all = append(all, l...)
 		}
-		sr.All = pct(all)
+		for class, l := range s.cpu {
+			sr.CPUClasses[class] = pct(l)
+			cpu = append(cpu, l...)
+		}
+		sr.All, sr.CPUAll = pct(all), pct(cpu)
 		r.Systems = append(r.Systems, sr)
 	}
 	if c.jsonOut {
@@ -332,19 +351,39 @@ func timeSystem(ctx context.Context, s *named, order []*benchQuery, c searchConf
 			werr = writer(wctx, s, c.rate, &applied)
 		}()
 	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	start := time.Now()
-	for i := 0; time.Since(start) < c.duration; i++ {
+	enough := func() bool {
+		if time.Since(start) < c.duration {
+			return false
+		}
+		if time.Since(start) > 8*c.duration {
+			return true
+		}
+		for _, qc := range queryClasses {
+			if len(s.lat[qc.name]) < c.minPerClass {
+				return false
+			}
+		}
+		return true
+	}
+	for i := 0; !enough(); i++ {
 		q := order[i%len(order)]
+		c0, cpuOK := threadCPU()
 		t := time.Now()
-		res, err := s.sys.search(ctx, q)
+		_, err := s.sys.search(ctx, q)
 		d := time.Since(t)
+		c1, _ := threadCPU()
 		if err != nil {
 			cancel()
 			wg.Wait()
 			return err
 		}
-		_ = res
 		s.lat[q.class] = append(s.lat[q.class], d)
+		if cpuOK {
+			s.cpu[q.class] = append(s.cpu[q.class], c1-c0)
+		}
 		s.queries++
 		if ctx.Err() != nil {
 			break
@@ -434,11 +473,15 @@ type systemReport struct {
 	UpdatesPerS float64                `json:"updates_per_s"`
 	Classes     map[string]percentiles `json:"classes"`
 	All         percentiles            `json:"all"`
+	CPUClasses  map[string]percentiles `json:"cpu_classes,omitempty"` // CPU time of the querying thread
+	CPUAll      percentiles            `json:"cpu_all"`
 }
 
 type report struct {
 	Command         string         `json:"command"`
 	Machine         string         `json:"machine"`
+	LoadStart       string         `json:"loadavg_start"`
+	LoadEnd         string         `json:"loadavg_end"`
 	Offers          int            `json:"offers"`
 	Machines        int            `json:"machines"`
 	Seed            uint64         `json:"seed"`
@@ -459,22 +502,23 @@ func (r *report) print(out io.Writer) {
 	fmt.Fprintf(out, "suanli-bench search: %d offers (%d machines), seed %d, %d updates/s while querying, %s per system\n",
 		r.Offers, r.Machines, r.Seed, r.UpdateRate, r.Duration)
 	fmt.Fprintf(out, "machine: %s\n", r.Machine)
+	fmt.Fprintf(out, "load average: %s at start, %s at end (other work on the machine slows every system alike)\n", r.LoadStart, r.LoadEnd)
 	fmt.Fprintf(out, "index: built in %.1fs, heap %.1f MB; sqlite: loaded and indexed in %.1fs\n", r.IndexBuildS, r.IndexHeapMB, r.SQLiteLoadS)
 	fmt.Fprintf(out, "verified: %d queries return the same ids and totals on every system, before and after %d concurrent updates\n\n", r.Verified, r.UpdatesVerified)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	hdr := "class\t"
 	for _, s := range r.Systems {
-		hdr += fmt.Sprintf("%s n\t%s p50 ms\t%s p99 ms\t", s.Name, s.Name, s.Name)
+		hdr += fmt.Sprintf("%s n\tp50 ms\tp99 ms\tcpu p50\tcpu p99\t", s.Name)
 	}
 	fmt.Fprintln(tw, hdr)
 	for _, c := range append(classNames(), "all") {
 		line := c + "\t"
 		for _, s := range r.Systems {
-			p := s.Classes[c]
+			p, cp := s.Classes[c], s.CPUClasses[c]
 			if c == "all" {
-				p = s.All
+				p, cp = s.All, s.CPUAll
 			}
-			line += fmt.Sprintf("%d\t%.3f\t%.3f\t", p.N, p.P50MS, p.P99MS)
+			line += fmt.Sprintf("%d\t%.3f\t%.3f\t%.3f\t%.3f\t", p.N, p.P50MS, p.P99MS, cp.P50MS, cp.P99MS)
 		}
 		fmt.Fprintln(tw, line)
 	}
@@ -499,6 +543,15 @@ func classNames() []string {
 		n = append(n, c.name)
 	}
 	return n
+}
+
+// loadavg returns the 1, 5 and 15 minute load averages, or "n/a".
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "n/a"
 }
 
 func mb(b int64) float64 { return float64(b) / (1 << 20) }

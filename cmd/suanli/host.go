@@ -10,7 +10,8 @@ import (
 
 func newHostCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "host", Short: "Provide machines: list them with prices, see their state"}
-	cmd.AddCommand(newHostMachinesCmd(a), newHostListCmd(a), newHostUnlistCmd(a), newJoinTokenCmd(a), newEarningsCmd(a), newPayoutCmd(a))
+	cmd.AddCommand(newHostMachinesCmd(a), newHostListCmd(a), newHostUnlistCmd(a), newJoinTokenCmd(a), newEarningsCmd(a), newPayoutCmd(a),
+		newOfferWindowCmd(a), newHostWindowsCmd(a), newHostWindowRmCmd(a), newHostCalendarCmd(a))
 	return cmd
 }
 
@@ -118,6 +119,9 @@ locked into each rental when it is created: changes apply to new rentals.`,
 				c, _ := cmd.Flags().GetString("country")
 				u.Country = &c
 			}
+			if err := applyMarketListingFlags(cmd, &u); err != nil {
+				return err
+			}
 			m, err := a.client().ListMachine(cmd.Context(), id, u)
 			if err != nil {
 				return err
@@ -141,6 +145,7 @@ locked into each rental when it is created: changes apply to new rentals.`,
 	f.String("country", "", "ISO country code where the machine is, e.g. DE")
 	f.StringVar(&endDate, "end-date", "", "the listing ends at this date (rentals cannot outlast it)")
 	f.BoolVar(&jsonOut, "json", false, "print the machine as JSON")
+	marketListingFlags(cmd)
 	return cmd
 }
 

@@ -154,8 +154,9 @@ Client commands find the server and API key in $SUANLI_HOME/config.json
 		root.AddCommand(c)
 	}
 	for _, c := range []*cobra.Command{newSearchCmd(a), newQuoteCmd(a), newCreateCmd(a), newLsCmd(a), newShowCmd(a), newLogsCmd(a),
-		newStateCmd(a, "stop"), newStateCmd(a, "start"), newStateCmd(a, "destroy"), newExecCmd(a), newTopCmd(a), newTemplatesCmd(a), newVolumeCmd(a),
-		newSSHCmd(a), newSSHKeysCmd(a), newAllowlistCmd(a)} {
+		newStateCmd(a, "stop"), newStateCmd(a, "start"), newStateCmd(a, "destroy"), newExecCmd(a), newTopCmd(a), newTemplatesCmd(a), newVolumeCmd(a), newSchedulesCmd(a),
+		newSSHCmd(a), newSSHKeysCmd(a), newAllowlistCmd(a), newBidCmd(a), newReserveCmd(a), newMarketCmd(a),
+		newWindowsCmd(a), newBookCmd(a), newBookingsCmd(a)} {
 		c.GroupID = "rent"
 		root.AddCommand(c)
 	}

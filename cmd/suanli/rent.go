@@ -60,7 +60,7 @@ Order with -o 'dph,reliability-' (a trailing - sorts descending).`,
 			}
 			out := cmd.OutOrStdout()
 			t := table(out)
-			fmt.Fprintln(t, "ID\tGPU\tN\tVRAM\tCPU\tRAM\tDISK\t$/H\tMIN BID\tREL\tWHERE\tSTATUS")
+			fmt.Fprintln(t, "ID\tGPU\tN\tVRAM\tCPU\tRAM\tDISK\t$/H\tMIN BID\tNOTICE\tINTERRUPTED\tREL\tWHERE\tSTATUS")
 			for _, o := range res.Offers {
 				gpu := o.GPUName
 				if gpu == "" {
@@ -69,8 +69,8 @@ Order with -o 'dph,reliability-' (a trailing - sorts descending).`,
 				if o.Simulated {
 					gpu += " (simulated)"
 				}
-				fmt.Fprintf(t, "%d\t%s\t%d/%d\t%.0f GB\t%d\t%.0f GB\t%.0f GB\t%s\t%s\t%.2f\t%s\t%s\n", o.ID, gpu, o.NumGPUs, o.TotalGPUs, o.GPURAM,
-					o.CPUCores, o.CPURAM, o.DiskSpace, o.DPHTotal.Decimal(), o.MinBid.Decimal(), o.Reliability, where(o), rentableText(o))
+				fmt.Fprintf(t, "%d\t%s\t%d/%d\t%.0f GB\t%d\t%.0f GB\t%.0f GB\t%s\t%s\t%d s\t%.0f%%\t%.2f\t%s\t%s\n", o.ID, gpu, o.NumGPUs, o.TotalGPUs, o.GPURAM,
+					o.CPUCores, o.CPURAM, o.DiskSpace, o.DPHTotal.Decimal(), o.MinBid.Decimal(), o.PreemptGraceS, o.InterruptionRate*100, o.Reliability, where(o), rentableText(o))
 			}
 			t.Flush()
 			fmt.Fprintf(out, "%d of %d offers\n", len(res.Offers), res.Total)
@@ -120,21 +120,30 @@ func rentableText(o *suanli.Offer) string {
 func newCreateCmd(a *app) *cobra.Command {
 	var c suanli.InstanceCreate
 	var env, secretEnv, allowed []string
-	var bid, regUser, regServer string
-	var jsonOut, dryRun, wait bool
+	var bid, regUser, regServer, query, deadline, schedule string
+	var count, hours int
+	var allOrNothing, jsonOut, dryRun, wait bool
 	var g guardFlags
 	var mounts []string
 	cmd := &cobra.Command{
-		Use:   "create OFFER (--image IMAGE | --template NAME) [flags] [-- CMD ARGS...]",
-		Short: "Rent an offer and run an image (and command) on it",
+		Use:   "create [OFFER] (--image IMAGE | --template NAME) [flags] [-- CMD ARGS...]",
+		Short: "Rent an offer (or offers a query picks) and run an image (and command) on it",
 		Long: `Rent an offer from 'suanli search' and run IMAGE on it. Everything after
 -- is the command. By default you rent every free GPU of the offer,
 on-demand, with a 10 GB disk. Compute is billed per second while running;
 the disk from creation until destroy (stopped included).
 
 With --bid the rental is interruptible: cheaper, but a higher bid or an
-on-demand rental can preempt it (it gets SIGTERM and a grace period, then is
-stopped — never destroyed).
+on-demand rental can preempt it: the workload gets SIGTERM and the host's
+notice period (shown in search as NOTICE; 30 s by default), then is stopped —
+never destroyed. Its disk stays, compute billing ends while it is preempted,
+and it resumes by itself when its bid wins GPUs again. An on-demand rental
+may preempt interruptible ones to get its GPUs; it starts once they stopped.
+
+Instead of an offer, --query picks offers with the query language
+(num_gpus there is the GPUs per instance; --max-price bounds the compute
+price per instance-hour). --count N rents N instances in one request;
+--all-or-nothing rents none unless all N can be placed.
 
 Ghost-spend guards are on by default: an instance idle (CPU and GPU under
 5%) for 60 minutes is stopped (--idle-stop 30m, or off). Add --ttl 8h to stop
@@ -142,21 +151,37 @@ it 8 hours after it starts, --stop-window "Mon-Fri 22:00-06:00" for nights.
 --dry-run prints the itemized quote and pre-flight checks instead.`,
 		Example: `  suanli create 3 --image ubuntu:24.04 -- sh -c 'nvidia-smi; sleep 3600'
   suanli create 3 --image pytorch/pytorch --gpus 1 --disk 50 --env WANDB_MODE=offline --label train-1
-  suanli create 3 --image ubuntu:24.04 --bid 0.25 -- ./train.sh`,
-		Args: cobra.MinimumNArgs(1),
+  suanli create 3 --image ubuntu:24.04 --bid 0.25 -- ./train.sh
+  suanli create --query 'gpu_name=RTX_4090 num_gpus=2' --max-price 1.2 --image ubuntu:24.04 -- ./train.sh
+  suanli create --query 'gpu_name=H100' --count 8 --all-or-nothing --image ubuntu:24.04 -- ./worker.sh`,
+		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseID("offer", args[0])
-			if err != nil {
-				return err
-			}
-			c.OfferID = id
+			pos := args
 			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
-				if dash != 1 {
-					return suanli.FieldErrorf("args", "give exactly one offer id before --")
+				pos, c.Cmd = args[:dash], args[dash:]
+			}
+			if deadline != "" || schedule != "" {
+				if len(pos) > 0 {
+					return suanli.FieldErrorf("args", "--deadline and --schedule pick windows themselves: drop the offer id (narrow with --query)")
 				}
-				c.Cmd = args[dash:]
-			} else if len(args) > 1 {
-				return suanli.FieldErrorf("args", "put the command after --: suanli create %s --image IMAGE -- %s", args[0], strings.Join(args[1:], " "))
+				return createLater(cmd, a, query, deadline, schedule, hours, c, g.maxPrice, jsonOut)
+			}
+			switch {
+			case query != "" && len(pos) > 0:
+				return suanli.FieldErrorf("args", "give an offer id or --query, not both")
+			case query == "" && len(pos) == 0:
+				return suanli.FieldErrorf("offer_id", "give an offer id from `suanli search`, or --query 'gpu_name=RTX_4090 num_gpus=2'")
+			case len(pos) > 1 && cmd.ArgsLenAtDash() < 0:
+				return suanli.FieldErrorf("args", "put the command after --: suanli create %s --image IMAGE -- %s", pos[0], strings.Join(pos[1:], " "))
+			case len(pos) > 1:
+				return suanli.FieldErrorf("args", "give exactly one offer id before --")
+			}
+			if len(pos) == 1 {
+				id, err := parseID("offer", pos[0])
+				if err != nil {
+					return err
+				}
+				c.OfferID = id
 			}
 			c.Env = map[string]string{}
 			for _, kv := range env {
@@ -204,8 +229,14 @@ it 8 hours after it starts, --stop-window "Mon-Fri 22:00-06:00" for nights.
 			if err := g.apply(&c); err != nil {
 				return err
 			}
+			maxP := c.Restart.MaxPrice // --max-price bounds this placement and any relaunch
+			var err error
 			if c.Volumes, err = parseMounts(mounts); err != nil {
 				return err
+			}
+			fleet := query != "" || count > 1 || maxP != 0
+			if dryRun && fleet {
+				return suanli.FieldErrorf("dry-run", "quotes are per offer: drop --query, --count and --max-price, or quote one offer at a time")
 			}
 			if dryRun {
 				q, err := a.client().Quote(cmd.Context(), suanli.QuoteRequest{InstanceCreate: c, Hours: 1})
@@ -219,6 +250,29 @@ it 8 hours after it starts, --stop-window "Mon-Fri 22:00-06:00" for nights.
 				printQuote(cmd.OutOrStdout(), q, 1)
 				return nil
 			}
+			out := cmd.OutOrStdout()
+			if fleet {
+				res, err := a.client().CreateFleet(cmd.Context(), suanli.FleetCreate{InstanceCreate: c, Count: count, AllOrNothing: allOrNothing,
+					Query: query, MaxPrice: maxP})
+				if err != nil {
+					return err
+				}
+				if jsonOut {
+					return a.printJSON(cmd, res)
+				}
+				for _, in := range res.Instances {
+					printCreated(out, in)
+				}
+				fmt.Fprintln(out, res.Message)
+				if wait {
+					for _, in := range res.Instances {
+						if err := waitRunning(cmd, a, in.ID); err != nil {
+							return err
+						}
+					}
+				}
+				return nil
+			}
 			in, err := a.client().CreateInstance(cmd.Context(), c)
 			if err != nil {
 				return err
@@ -226,14 +280,13 @@ it 8 hours after it starts, --stop-window "Mon-Fri 22:00-06:00" for nights.
 			if jsonOut {
 				return a.printJSON(cmd, in)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "instance %d created on machine %d: %s, %s/h compute + %s/h disk (%d GB)\n", in.ID, in.MachineID,
-				in.RentalType+bidText(in), in.Rates.ComputePerHour.Decimal(), in.Rates.StoragePerHour(in.DiskGB).Decimal(), in.DiskGB)
+			printCreated(out, in)
 			if wait {
 				if err := waitRunning(cmd, a, in.ID); err != nil {
 					return err
 				}
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "next: suanli show %d   suanli logs %d -f   suanli destroy %d\n", in.ID, in.ID, in.ID)
+			fmt.Fprintf(out, "next: suanli show %d   suanli logs %d -f   suanli destroy %d\n", in.ID, in.ID, in.ID)
 			return nil
 		},
 	}
@@ -243,7 +296,7 @@ it 8 hours after it starts, --stop-window "Mon-Fri 22:00-06:00" for nights.
 	f.StringArrayVarP(&mounts, "volume", "v", nil, "attach a volume of the same machine: NAME:/path (repeatable)")
 	f.IntSliceVarP(&c.Ports, "port", "p", nil, "container TCP port to publish (repeatable); the host port is in show and in SUANLI_TCP_PORT_<n>")
 	f.Int64Var(&c.DiskGB, "disk", suanli.DefaultDiskGB, "disk size in GB")
-	f.IntVar(&c.GPUCount, "gpus", 0, "GPUs to rent (default: every free GPU of the offer)")
+	f.IntVar(&c.GPUCount, "gpus", 0, "GPUs to rent per instance (default: every free GPU of the offer; 1 with --query)")
 	f.IntVar(&c.CPUCores, "cpus", 0, "CPU cores to rent on a CPU-only offer (default: all free)")
 	f.StringArrayVar(&env, "env", nil, "environment variable KEY=VALUE (repeatable)")
 	f.StringArrayVar(&secretEnv, "secret-env", nil, "secret environment variable KEY=VALUE, or KEY to take it from this shell: stored encrypted, shown as ***, given to the host's agent only (repeatable)")
@@ -252,18 +305,17 @@ it 8 hours after it starts, --stop-window "Mon-Fri 22:00-06:00" for nights.
 	f.StringSliceVar(&allowed, "allowed-countries", nil, "run only in these countries or regions (DE,FR or eu-west), on top of your account's restriction")
 	f.StringVar(&c.Label, "label", "", "a label to recognise the instance")
 	f.StringVar(&bid, "bid", "", "rent interruptible at this price per hour for the whole instance (e.g. 0.25)")
-	f.BoolVar(&jsonOut, "json", false, "print the new instance as JSON")
+	f.StringVar(&query, "query", "", "pick offers with the query language instead of naming one")
+	f.StringVar(&deadline, "deadline", "", "run whenever it is cheapest before this (48h, or a time): books the cheapest window, or runs now (needs --hours)")
+	f.StringVar(&schedule, "schedule", "", `a recurring rental: cron fields in UTC ("0 2 * * 1-5"); each run is booked a day ahead (needs --hours)`)
+	f.IntVar(&hours, "hours", 0, "with --deadline or --schedule: how long the job (each run) lasts")
+	f.IntVar(&count, "count", 1, "instances to rent in this request")
+	f.BoolVar(&allOrNothing, "all-or-nothing", false, "with --count: rent none unless all can be placed")
+	f.BoolVar(&jsonOut, "json", false, "print the new instance (a fleet: the result) as JSON")
 	f.BoolVar(&dryRun, "dry-run", false, "print the itemized quote and pre-flight checks; rent nothing")
 	f.BoolVar(&wait, "wait", false, "wait until it runs, printing progress (image pull, start)")
 	g.register(cmd)
 	return cmd
-}
-
-func bidText(in *suanli.Instance) string {
-	if in.RentalType == suanli.RentalInterruptible {
-		return " (bid " + in.Bid.Decimal() + "/h)"
-	}
-	return ""
 }
 
 func newLsCmd(a *app) *cobra.Command {
@@ -338,7 +390,10 @@ func newShowCmd(a *app) *cobra.Command {
 				status += " — " + in.StatusMessage
 			}
 			row("status", status)
-			row("rental", in.RentalType+bidText(in))
+			row("rental", rentalText(in))
+			if in.Waiting() && in.WaitingSince != nil {
+				row("waiting", "since "+in.WaitingSince.Local().Format(time.DateTime)+": it starts by itself when it wins GPUs (`suanli stop` ends the wait)")
+			}
 			row("machine", fmt.Sprintf("%d (%d× %s, %d cores, %.0f GB RAM)%s", in.MachineID, in.GPUCount, orCPU(in.GPUName), in.CPUCores, in.RAMGB, simText(in.Simulated)))
 			row("image", in.Image)
 			if len(in.Cmd) > 0 {
@@ -481,10 +536,11 @@ func newLogsCmd(a *app) *cobra.Command {
 func newStateCmd(a *app, verb string) *cobra.Command {
 	short := map[string]string{
 		"stop":    "Stop an instance: compute billing ends, the disk stays (and is billed)",
-		"start":   "Start a stopped instance again on the same GPUs",
+		"start":   "Start a stopped instance again on its machine (--wait queues it, --elsewhere recreates it)",
 		"destroy": "Destroy an instance: the rental ends, all billing stops, its data is deleted",
 	}[verb]
-	var jsonOut bool
+	var jsonOut, wait, elsewhere bool
+	var query, maxPrice string
 	cmd := &cobra.Command{
 		Use:   verb + " ID...",
 		Short: short,
@@ -501,7 +557,28 @@ func newStateCmd(a *app, verb string) *cobra.Command {
 				case "stop":
 					in, err = c.StopInstance(cmd.Context(), id)
 				case "start":
-					in, err = c.StartInstance(cmd.Context(), id)
+					if elsewhere {
+						var maxP suanli.Money
+						if maxPrice != "" {
+							if maxP, err = suanli.ParseMoney(maxPrice); err != nil {
+								return suanli.FieldErrorf("max-price", "%v", err)
+							}
+						}
+						res, err := c.RecreateInstance(cmd.Context(), id, suanli.Recreate{Query: query, MaxPrice: maxP})
+						if err != nil {
+							return err
+						}
+						if jsonOut {
+							if err := a.printJSON(cmd, res); err != nil {
+								return err
+							}
+							continue
+						}
+						printCreated(cmd.OutOrStdout(), res.Instance)
+						fmt.Fprintf(cmd.OutOrStdout(), "  same disk? %s\n", res.DiskNote)
+						continue
+					}
+					in, err = c.StartInstanceWith(cmd.Context(), id, suanli.StartOptions{Wait: wait})
 				default:
 					in, err = c.DestroyInstance(cmd.Context(), id)
 				}
@@ -514,12 +591,33 @@ func newStateCmd(a *app, verb string) *cobra.Command {
 					}
 					continue
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "instance %d: %s (cost so far %s)\n", in.ID, in.Status, in.CostSoFar)
+				line := fmt.Sprintf("instance %d: %s (cost so far %s)", in.ID, in.Status, in.CostSoFar)
+				if in.Waiting() {
+					line += " — " + in.StatusMessage
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), line)
 			}
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the instance as JSON")
+	if verb == "start" {
+		cmd.Long = `Start a stopped instance again on its machine, with its disk. When its
+GPUs were taken while it was stopped, start says by whom and offers two
+ways on: --wait queues the start (it starts by itself, in order, when the
+GPUs free up; an on-demand start also preempts interruptible rentals), or
+--elsewhere creates a new instance like it on another machine (same image,
+command, environment and disk size, picked by --query, default the same
+GPU model). The old disk stays on its machine: with the process and Docker
+runtimes a disk lives on its host and cannot follow.`
+		cmd.Example = `  suanli start 12
+  suanli start 12 --wait
+  suanli start 12 --elsewhere --query 'gpu_name=RTX_4090 region=eu' --max-price 0.8`
+		cmd.Flags().BoolVar(&wait, "wait", false, "queue the start when its GPUs are taken")
+		cmd.Flags().BoolVar(&elsewhere, "elsewhere", false, "create a new instance like it on another machine instead")
+		cmd.Flags().StringVar(&query, "query", "", "with --elsewhere: pick the machine with the query language")
+		cmd.Flags().StringVar(&maxPrice, "max-price", "", "with --elsewhere: most compute may cost per hour")
+	}
 	return cmd
 }
 

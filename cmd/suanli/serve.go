@@ -17,6 +17,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/advisor"
+	"github.com/suanli/suanli/advisor/advisecli"
 	"github.com/suanli/suanli/audit"
 	"github.com/suanli/suanli/auth"
 	"github.com/suanli/suanli/auth/sshca"
@@ -25,6 +27,7 @@ import (
 	"github.com/suanli/suanli/control"
 	shttp "github.com/suanli/suanli/http"
 	"github.com/suanli/suanli/sqlstore"
+	"github.com/suanli/suanli/vastapi"
 )
 
 // serverConfig is the control plane's configuration.
@@ -44,6 +47,7 @@ type serverConfig struct {
 	TLS            string        // "off" or "auto" (a private CA and server certificate in HOME/tls)
 	TLSHosts       []string      // extra names for the server certificate
 	SSHCAKey       string        // the SSH CA's key file; default HOME/ssh_ca_ed25519
+	VastAPI        bool          // serve the Vast.ai API compatibility layer beside the native API
 }
 
 func (c *serverConfig) flags(cmd *cobra.Command) {
@@ -62,6 +66,7 @@ func (c *serverConfig) flags(cmd *cobra.Command) {
 	f.DurationVar(&c.AuditEvery, "audit-checkpoint-every", 30*time.Second, "how often the audit log's head is signed (at most 60s)")
 	f.StringVar(&c.TLS, "tls", envOr("SUANLI_TLS", "off"), "serve HTTPS: auto creates a CA and a server certificate in HOME/tls (clients and agents pin the CA); off serves HTTP; env SUANLI_TLS")
 	f.StringSliceVar(&c.TLSHosts, "tls-hosts", nil, "extra DNS names or IPs for the server certificate (localhost, 127.0.0.1, the hostname and the listen host are always in)")
+	f.BoolVar(&c.VastAPI, "vast-api", envOr("SUANLI_VAST_API", "true") != "false", "serve the Vast.ai API (/api/v0, /api/v1) at the same address, so vastai CLIs and SDKs work with VAST_URL set to this server; env SUANLI_VAST_API")
 	f.StringVar(&c.SSHCAKey, "ssh-ca-key", os.Getenv("SUANLI_SSH_CA_KEY"), "the SSH certificate authority's key, created on first start (default HOME/ssh_ca_ed25519; replicas must share it); env SUANLI_SSH_CA_KEY")
 }
 
@@ -219,13 +224,19 @@ func startControlPlane(ctx context.Context, a *app, c serverConfig, logger *slog
 		return nil, err
 	}
 	api := shttp.NewServer(svc, logger)
-	web, err := console.New(console.Config{Service: svc, Logger: logger, Limiter: api.Limiter, Lockout: api.Lockout})
+	web, err := console.New(console.Config{Service: svc, Logger: logger, Limiter: api.Limiter, Lockout: api.Lockout,
+		Catalog: func() ([]advisor.CatalogRow, error) { return advisecli.LoadCatalog(a.home) }})
 	if err != nil {
 		ln.Close()
 		store.Close()
 		return nil, err
 	}
 	web.Register(api.Mux())
+	var vast *vastapi.Handler
+	if c.VastAPI {
+		vast = vastapi.New(svc, logger, vastapi.Config{Lockout: api.Lockout, Limiter: api.Limiter})
+		vast.Register(api.Mux())
+	}
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
 		WriteTimeout: 2*c.Heartbeat + time.Minute, IdleTimeout: 2 * time.Minute}
 	r := &running{svc: svc, api: api, store: store, srv: srv, url: url, operator: op, caPEM: caPEM, done: make(chan struct{})}
@@ -244,11 +255,14 @@ func startControlPlane(ctx context.Context, a *app, c serverConfig, logger *slog
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		srv.Shutdown(sctx)
+		if vast != nil {
+			vast.Close()
+		}
 		<-loopsDone
 		store.Close()
 		close(r.done)
 	}()
-	logger.Info("control plane listening", "url", url, "db", dsn)
+	logger.Info("control plane listening", "url", url, "db", dsn, "vast_api", c.VastAPI)
 	return r, nil
 }
 

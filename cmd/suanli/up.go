@@ -28,7 +28,8 @@ func newUpCmd(a *app) *cobra.Command {
 		Long: `Start a complete marketplace in one process, with no setup:
 
   - the control plane (API under /v1, OpenAPI at /v1/openapi.json, the
-    web console at /), with an embedded SQLite database in HOME;
+    web console at /, the Vast.ai API under /api/v0 for vastai tools —
+    --vast-api=false turns it off), with an embedded SQLite database in HOME;
   - a host agent for this machine, registered and listed with default prices;
   - an operator account with starting credit, whose API key is written to
     HOME/config.json (mode 0600) so every other command works at once.
