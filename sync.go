@@ -26,11 +26,18 @@ type SyncRequest struct {
 
 // InstanceReport is an agent's view of one instance.
 type InstanceReport struct {
-	ID        int64       `json:"id"`
-	Status    string      `json:"status"` // pulling, running, stopped, exited, failed
-	Message   string      `json:"message,omitempty"`
-	ExitCode  *int        `json:"exit_code,omitempty"`
-	StartedAt *time.Time  `json:"started_at,omitempty"`
+	ID        int64      `json:"id"`
+	Status    string     `json:"status"` // pulling, running, stopped, exited, failed
+	Message   string     `json:"message,omitempty"`
+	ExitCode  *int       `json:"exit_code,omitempty"`
+	StartedAt *time.Time `json:"started_at,omitempty"`
+	// EndedAt is when a stopped, exited or failed workload ended, by the
+	// control plane's clock as the agent reckons it (its own clock plus the
+	// offset the last answered sync's ServerTime showed), when the runtime
+	// knows it. A workload that ended while the agent could not report it
+	// (a fence during a partition) is billed up to then, not up to the
+	// report.
+	EndedAt   *time.Time  `json:"ended_at,omitempty"`
 	Telemetry *Telemetry  `json:"telemetry,omitempty"`
 	Ports     map[int]int `json:"ports,omitempty"` // container port → host port
 }

@@ -31,9 +31,17 @@ const (
 // gpuSampleEvery is the shortest interval between two GPU samples.
 const gpuSampleEvery = 5 * time.Second
 
-// syncMargin is how much longer than the heartbeat interval one sync may
-// take before the agent gives up on it.
+// syncMargin is the most one sync may take beyond the heartbeat interval
+// before the agent gives up on it (see Agent.syncTimeout).
 const syncMargin = 30 * time.Second
+
+// runtimeStopGrace is the stop grace the runtimes use for a spec that names
+// none (process.DefaultStopGrace, docker.DefaultStopGrace).
+const runtimeStopGrace = 10 * time.Second
+
+// fenceMargin is the least time the agent keeps between a fence and the
+// control plane's lost_after, for the workloads to stop (see fenceAfter).
+const fenceMargin = time.Second
 
 // Server is the control plane as the agent sees it: one long-polling sync
 // call (DESIGN §2). The HTTP client (package http) and the control plane
@@ -81,8 +89,12 @@ type Config struct {
 	// FenceAfter is how long the agent runs instances without a successful
 	// sync: past it, it stops every running instance, so that a rental the
 	// control plane has given up on (and may have started elsewhere) never
-	// runs twice. It should be the server's lost_after minus a margin. Zero
-	// disables fencing.
+	// runs twice. It is measured from when the last answered sync was sent,
+	// and it is capped by the lost_after the control plane announces, less
+	// two heartbeats (and at half of lost_after at least), so that an agent
+	// configured for a longer lease still fences in time; the stop grace of
+	// a fence is cut to what is left before lost_after. Zero disables
+	// fencing.
 	FenceAfter time.Duration
 	// GPUSampler, when set, reads GPU load (SampleGPUs on a machine with
 	// real NVIDIA GPUs); running instances with real GPUs then report their
@@ -120,7 +132,10 @@ type Agent struct {
 	version      int64 // desired-state version of the last response
 	synced       bool  // a sync has succeeded
 	heartbeat    time.Duration
-	lastSuccess  time.Time
+	lostAfter    time.Duration // as the server last announced it; 0 until then
+	clockOffset  time.Duration // the server's clock minus ours, from the last answer
+	offsetKnown  bool
+	lastSuccess  time.Time // when the last answered sync was sent
 	lastReqAt    time.Time
 	fenced       bool
 	lastReports  []suanli.InstanceReport
@@ -208,12 +223,19 @@ func (a *Agent) Run(ctx context.Context) error {
 			d := a.backoff(failures)
 			a.log.Warn("sync failed", "err", err, "attempt", failures, "retry_in", d)
 			a.pause(ctx, d, false)
+		case a.stale(start):
+			// The answer took so long (a frozen agent, a hung connection)
+			// that the control plane may have given this machine up
+			// meanwhile: its desired state is not to be trusted. Fence
+			// as if it had not come, and ask again at once.
+			a.log.Warn("sync answer too late to trust", "sent_ago", a.now().Sub(start), "fence_after", a.fenceAfter())
+			a.checkFence(ctx)
 		default:
 			if failures > 0 {
 				a.log.Info("sync restored", "failed_attempts", failures)
 				failures = 0
 			}
-			a.handle(ctx, req, resp)
+			a.handle(ctx, req, resp, start)
 			// A server that answers a waiting sync at once with nothing new
 			// (one that does not long-poll) is polled once per heartbeat.
 			if req.Wait && resp.Version == req.KnownVersion {
@@ -233,7 +255,7 @@ func (a *Agent) sync(ctx context.Context, req *suanli.SyncRequest) (resp *suanli
 	// The server holds a waiting sync for up to a heartbeat; past that and
 	// a margin, the connection is taken for dead (a black-holed network
 	// sends no reset) and the sync fails, to be retried.
-	callCtx, cancel := context.WithTimeout(ctx, a.heartbeat+syncMargin)
+	callCtx, cancel := context.WithTimeout(ctx, a.syncTimeout())
 	defer cancel()
 	type result struct {
 		resp *suanli.SyncResponse
@@ -291,14 +313,49 @@ func (a *Agent) pause(ctx context.Context, d time.Duration, cutByNews bool) {
 }
 
 // backoff returns the delay before retry number n (1-based): 500ms doubling
-// up to MaxBackoff, drawn uniformly from its upper half so that agents cut
-// off together do not come back together.
+// up to MaxBackoff, and at most a quarter of the fence interval (so that an
+// agent tries several times before it fences, and finds a control plane that
+// came back before it has to), drawn uniformly from its upper half so that
+// agents cut off together do not come back together.
 func (a *Agent) backoff(n int) time.Duration {
 	d := a.cfg.MaxBackoff
+	if f := a.fenceAfter(); f > 0 {
+		d = min(d, max(f/4, time.Second))
+	}
 	if n < 20 {
 		d = min(d, 500*time.Millisecond<<(n-1))
 	}
 	return d/2 + rand.N(d/2+1)
+}
+
+// syncTimeout is how long one sync may take: the server holds a waiting sync
+// for up to a heartbeat, and a connection that has not answered a margin
+// after that is taken for dead (a black-holed network sends no reset; an
+// address that changed under a connection never answers). The margin is two
+// heartbeats or half the fence interval, at most syncMargin, so that a hung
+// connection is retried before the fence falls.
+func (a *Agent) syncTimeout() time.Duration {
+	return a.heartbeat + min(syncMargin, max(2*a.heartbeat, a.fenceAfter()/2))
+}
+
+// fenceAfter is the fence interval in force: Config.FenceAfter, capped by
+// the lost_after the control plane announced less two heartbeats (at least
+// half of lost_after), so that the agent has stopped its workloads before the
+// control plane declares them lost and may relaunch them elsewhere. Zero:
+// no fencing.
+func (a *Agent) fenceAfter() time.Duration {
+	f := a.cfg.FenceAfter
+	if f <= 0 || a.lostAfter <= 0 {
+		return f
+	}
+	return min(f, max(a.lostAfter-2*a.heartbeat, a.lostAfter/2))
+}
+
+// stale reports whether a sync answer arrived so long after its request was
+// sent that the fence would have fallen meanwhile.
+func (a *Agent) stale(sent time.Time) bool {
+	f := a.fenceAfter()
+	return f > 0 && a.now().Sub(sent) >= f
 }
 
 // buildRequest reads the runtime and makes the next sync request.
@@ -311,7 +368,7 @@ func (a *Agent) buildRequest(ctx context.Context) *suanli.SyncRequest {
 		Runtime:      a.rt.Name(),
 		Seq:          a.seq,
 		KnownVersion: a.version,
-		Instances:    reports,
+		Instances:    a.onServerClock(reports),
 	}
 	if !a.synced {
 		hw := a.cfg.Hardware
@@ -358,11 +415,32 @@ func (a *Agent) buildRequest(ctx context.Context) *suanli.SyncRequest {
 	return req
 }
 
-// handle takes in a successful sync: what the server acknowledged, then the
-// desired state.
-func (a *Agent) handle(ctx context.Context, req *suanli.SyncRequest, resp *suanli.SyncResponse) {
+// onServerClock returns a copy of reports with each EndedAt moved to the
+// control plane's clock, or dropped while the agent has no answer to reckon
+// the offset from (the server then takes the report's arrival).
+func (a *Agent) onServerClock(reports []suanli.InstanceReport) []suanli.InstanceReport {
+	out := slices.Clone(reports)
+	for i := range out {
+		if out[i].EndedAt == nil {
+			continue
+		}
+		if !a.offsetKnown {
+			out[i].EndedAt = nil
+			continue
+		}
+		t := out[i].EndedAt.Add(a.clockOffset)
+		out[i].EndedAt = &t
+	}
+	return out
+}
+
+// handle takes in a successful sync, whose request was sent at sent: what
+// the server acknowledged, then the desired state. The fence is measured from
+// sent, not from the answer: the server took the heartbeat when the request
+// arrived, and a long poll holds the answer for up to a heartbeat after that.
+func (a *Agent) handle(ctx context.Context, req *suanli.SyncRequest, resp *suanli.SyncResponse, sent time.Time) {
 	a.synced = true
-	a.lastSuccess = a.now()
+	a.lastSuccess = sent
 	if a.fenced {
 		a.fenced = false
 		a.log.Info("control plane reachable again, fence lifted")
@@ -373,6 +451,18 @@ func (a *Agent) handle(ctx context.Context, req *suanli.SyncRequest, resp *suanl
 	}
 	if resp.HeartbeatInterval > 0 {
 		a.heartbeat = resp.HeartbeatInterval
+	}
+	if !resp.ServerTime.IsZero() {
+		// The answer left the server at ServerTime and arrived now: the
+		// offset is off by its transit only (milliseconds), where the time a
+		// request takes to reach the server (a reconnect: seconds) is not.
+		a.clockOffset, a.offsetKnown = resp.ServerTime.Sub(a.now()), true
+	}
+	if resp.LostAfter > 0 && resp.LostAfter != a.lostAfter {
+		a.lostAfter = resp.LostAfter
+		if f := a.fenceAfter(); f != a.cfg.FenceAfter {
+			a.log.Warn("fence interval capped by the control plane's lease", "fence_after", a.cfg.FenceAfter, "lost_after", a.lostAfter, "fencing_after", f)
+		}
 	}
 	clear(a.ackedReports)
 	for _, rep := range req.Instances {

@@ -153,6 +153,7 @@ type testInst struct {
 	status    string
 	exitCode  *int
 	startedAt *time.Time
+	endedAt   *time.Time
 	log       []byte
 	starts    int
 }
@@ -222,7 +223,7 @@ func (r *testRuntime) Status(ctx context.Context) ([]suanli.InstanceReport, erro
 	defer r.mu.Unlock()
 	var out []suanli.InstanceReport
 	for id, in := range r.insts {
-		out = append(out, suanli.InstanceReport{ID: id, Status: in.status, ExitCode: in.exitCode, StartedAt: in.startedAt})
+		out = append(out, suanli.InstanceReport{ID: id, Status: in.status, ExitCode: in.exitCode, StartedAt: in.startedAt, EndedAt: in.endedAt})
 	}
 	return out, nil
 }
@@ -256,9 +257,18 @@ func (r *testRuntime) write(id int64, s string) {
 }
 
 func (r *testRuntime) exit(id int64, code int) {
+	r.exitAt(id, code, time.Time{})
+}
+
+// exitAt ends the instance's workload with code, and says it ended at at
+// (unless zero).
+func (r *testRuntime) exitAt(id int64, code int, at time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.insts[id].status, r.insts[id].exitCode = suanli.StatusExited, &code
+	if !at.IsZero() {
+		r.insts[id].endedAt = &at
+	}
 }
 
 func (r *testRuntime) inst(id int64) (testInst, bool) {

@@ -340,20 +340,28 @@ func (a *Agent) addGPUTelemetry(ctx context.Context, reports []suanli.InstanceRe
 	}
 }
 
-// checkFence stops every running instance once FenceAfter has passed
-// without a successful sync (DESIGN §4: the agent fences itself before the
-// control plane declares the machine lost). It fences once per outage; the
-// next successful sync lifts the fence and applies the desired state again,
-// so an instance the server still wants running starts again then.
+// checkFence stops every running instance once the fence interval (see
+// fenceAfter) has passed without a successful sync (DESIGN §4: the agent
+// fences itself before the control plane declares the machine lost). It
+// fences once per outage; the next successful sync lifts the fence and
+// applies the desired state again, so an instance the server still wants
+// running starts again then. The stop grace is cut to what is left before
+// the control plane's lost_after, less a margin: past that, the workload may
+// be running elsewhere.
 func (a *Agent) checkFence(ctx context.Context) {
-	if a.cfg.FenceAfter <= 0 || a.fenced {
+	fence := a.fenceAfter()
+	if fence <= 0 || a.fenced {
 		return
 	}
 	since := a.now().Sub(a.lastSuccess)
-	if since < a.cfg.FenceAfter {
+	if since < fence {
 		return
 	}
 	a.fenced = true
+	grace := time.Duration(-1) // the spec's own
+	if a.lostAfter > 0 {
+		grace = max(a.lostAfter-since-a.cfg.PollInterval-fenceMargin, time.Millisecond)
+	}
 	reports := a.reports(ctx)
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -372,13 +380,19 @@ func (a *Agent) checkFence(ctx context.Context) {
 			spec = *st.spec
 		}
 		spec.Desired = suanli.DesiredStopped
+		if grace > 0 {
+			if spec.StopGrace <= 0 {
+				spec.StopGrace = runtimeStopGrace
+			}
+			spec.StopGrace = min(spec.StopGrace, grace)
+		}
 		st.want = ensureOp(spec)
 		st.ended = false
 		a.kickLocked(ctx, r.ID, st)
 		n++
 	}
 	a.log.Warn("control plane unreachable, fencing: stopping instances",
-		"since_last_sync", since, "fence_after", a.cfg.FenceAfter, "instances", n)
+		"since_last_sync", since, "fence_after", fence, "instances", n, "stop_grace_max", grace)
 }
 
 // stopAndShipTail stops an instance that is about to be removed the way a

@@ -52,6 +52,17 @@ func (s *Service) Sync(ctx context.Context, r *suanli.SyncRequest) (*suanli.Sync
 	if err != nil {
 		return nil, err
 	}
+	// Reports go in before the heartbeat: the settlement loop bills compute
+	// up to the last heartbeat, and a workload that ended during an outage
+	// (a fence) must have its billing ended first, where it ended.
+	changed := m.Status != suanli.MachineOnline || r.Hardware != nil
+	for _, rep := range r.Instances {
+		c, err := s.applyReport(ctx, m.ID, rep, endedAt(rep, m.LastHeartbeat, now), now)
+		if err != nil {
+			return nil, err
+		}
+		changed = changed || c
+	}
 	if err := s.Store.RecordHeartbeat(ctx, m.ID, sqlstore.Heartbeat{At: now, Status: suanli.MachineOnline,
 		AgentVersion: r.AgentVersion, Runtime: r.Runtime, Hardware: r.Hardware}); err != nil {
 		return nil, err
@@ -60,14 +71,6 @@ func (s *Service) Sync(ctx context.Context, r *suanli.SyncRequest) (*suanli.Sync
 		if err := s.Store.SetMachineSSH(ctx, m.ID, *r.SSH, now); err != nil {
 			return nil, err
 		}
-	}
-	changed := m.Status != suanli.MachineOnline || r.Hardware != nil
-	for _, rep := range r.Instances {
-		c, err := s.applyReport(ctx, m.ID, rep, now)
-		if err != nil {
-			return nil, err
-		}
-		changed = changed || c
 	}
 	for _, l := range r.Logs {
 		if err := s.ingestLog(ctx, m.ID, l); err != nil {
@@ -102,11 +105,31 @@ func (s *Service) ingestLog(ctx context.Context, machineID int64, l suanli.LogCh
 	return err
 }
 
-// applyReport folds an agent's view of one instance into its status. It
-// returns whether the status changed.
-func (s *Service) applyReport(ctx context.Context, machineID int64, rep suanli.InstanceReport, now time.Time) (bool, error) {
+// endedAt is when a report's change takes effect: its EndedAt (on our
+// clock, as the agent reckons it), no earlier than the machine's previous
+// heartbeat (which reported the workload still running) and no later than
+// now. Reports without it, and reports of a running workload, take effect
+// now.
+func endedAt(rep suanli.InstanceReport, prevBeat, now time.Time) time.Time {
+	if rep.EndedAt == nil || rep.Status == suanli.StatusRunning || rep.Status == suanli.StatusPulling {
+		return now
+	}
+	at := *rep.EndedAt
+	if at.Before(prevBeat) {
+		at = prevBeat
+	}
+	if at.After(now) {
+		at = now
+	}
+	return at
+}
+
+// applyReport folds an agent's view of one instance into its status; a
+// change takes effect (for billing and the history) at at. It returns
+// whether the status changed.
+func (s *Service) applyReport(ctx context.Context, machineID int64, rep suanli.InstanceReport, at, now time.Time) (bool, error) {
 	changed := false
-	_, err := s.Store.UpdateInstance(ctx, rep.ID, now, now, func(in *suanli.Instance) error {
+	_, err := s.Store.UpdateInstance(ctx, rep.ID, at, now, func(in *suanli.Instance) error {
 		if in.MachineID != machineID {
 			return errIgnore
 		}

@@ -390,6 +390,7 @@ func TestReservation(t *testing.T) {
 		t.Errorf("after cancel: %s at %s/h", got.RentalType, got.Rates.ComputePerHour)
 	}
 	mk.now = mk.now.Add(time.Hour)
+	mk.agents[m].sync() // compute is settled up to the host's last heartbeat
 	if _, err := mk.db.Settle(context.Background(), mk.now); err != nil {
 		t.Fatal(err)
 	}

@@ -372,15 +372,15 @@ func pick(ca bool, a int, cb bool, b int) int {
 	return 0
 }
 
-// narrow finds candidates for the first k slots of m in key order
-// (descending when desc): on return every slot of m outside g ∪ e comes
-// after every slot in g ∪ e, and |g| < k ≤ |g|+|e| unless |m| < k. It stops
-// once |g|+|e| ≤ stopAt or the bins are exhausted (then e holds one bin).
-// g and e must have len(m) words.
-func (b *bsi) narrow(m, g, e []uint64, v win, k int, desc bool, stopAt int) (ng, ne int) {
-	m, g, e = m[:v.hi], g[:v.hi], e[:v.hi]
-	copy(e[v.lo:], m[v.lo:])
-	clear(g[v.lo:])
+// narrow finds candidates for the first k slots of m (window v) in key
+// order (descending when desc). It returns g, the slots surely among them
+// (fewer than k), and leaves in e (window v) the slots that may be: every
+// slot of m in neither comes after every slot in g or e, and |g| < k ≤
+// |g|+|e| unless |m| < k. It stops once |g|+|e| ≤ stopAt or the bins are
+// exhausted (then e holds one bin). ws, when not nil, lists the only words
+// of e that may be non-zero.
+func (b *bsi) narrow(m, e []uint64, v win, k int, desc bool, stopAt int) (g []uint32, ne int, ws []int32) {
+	m, e = m[:v.hi], e[:v.hi]
 	var flip uint64
 	if !desc {
 		flip = ^uint64(0)
@@ -390,12 +390,12 @@ func (b *bsi) narrow(m, g, e []uint64, v win, k int, desc bool, stopAt int) (ng,
 	s := b.sl[bsiBits-1][:len(e)]
 	cx := 0
 	for w := v.lo; w < v.hi; w++ {
-		ew := e[w]
+		ew := m[w]
+		e[w] = ew
 		ne += bits.OnesCount64(ew)
 		cx += bits.OnesCount64(ew & (s[w] ^ flip))
 	}
-	var ws []int32 // the words of e that may be non-zero, once e is sparse
-	for i := bsiBits - 1; i >= 0 && ng+ne > stopAt && ng+ne > k; i-- {
+	for i := bsiBits - 1; i >= 0 && len(g)+ne > stopAt && len(g)+ne > k; i-- {
 		s := b.sl[i][:len(e)]
 		var sn []uint64
 		if i > 0 {
@@ -409,7 +409,7 @@ func (b *bsi) narrow(m, g, e []uint64, v win, k int, desc bool, stopAt int) (ng,
 				}
 			}
 		}
-		restrict := ng+cx >= k // the first k are all on the better side
+		restrict := len(g)+cx >= k // the first k are all on the better side
 		next := 0
 		if ws != nil {
 			for _, w := range ws {
@@ -421,48 +421,40 @@ func (b *bsi) narrow(m, g, e []uint64, v win, k int, desc bool, stopAt int) (ng,
 				if restrict {
 					ew = x
 				} else {
-					g[w] |= x
-					ew &^= x
+					for ; x != 0; x &= x - 1 {
+						g = append(g, uint32(int(w)<<6|bits.TrailingZeros64(x)))
+					}
+					ew &^= s[w] ^ flip
 				}
 				e[w] = ew
 				if sn != nil {
 					next += bits.OnesCount64(ew & (sn[w] ^ flip))
-				}
-			}
-		} else if restrict {
-			e, s := e[v.lo:v.hi], s[v.lo:v.hi]
-			if sn != nil {
-				sn := sn[v.lo:v.hi]
-				for w := range e {
-					ew := e[w] & (s[w] ^ flip)
-					e[w] = ew
-					next += bits.OnesCount64(ew & (sn[w] ^ flip))
-				}
-			} else {
-				for w := range e {
-					e[w] &= s[w] ^ flip
 				}
 			}
 		} else {
-			e, g, s := e[v.lo:v.hi], g[v.lo:v.hi], s[v.lo:v.hi]
-			for w := range e {
+			for w := v.lo; w < v.hi; w++ {
 				ew := e[w]
 				x := ew & (s[w] ^ flip)
-				g[w] |= x
-				ew &^= x
+				if restrict {
+					ew = x
+				} else {
+					for ; x != 0; x &= x - 1 {
+						g = append(g, uint32(w<<6|bits.TrailingZeros64(x)))
+					}
+					ew &^= s[w] ^ flip
+				}
 				e[w] = ew
 				if sn != nil {
-					next += bits.OnesCount64(ew & (sn[v.lo+w] ^ flip))
+					next += bits.OnesCount64(ew & (sn[w] ^ flip))
 				}
 			}
 		}
 		if restrict {
 			ne = cx
 		} else {
-			ng += cx
 			ne -= cx
 		}
 		cx = next
 	}
-	return ng, ne
+	return g, ne, ws
 }

@@ -70,8 +70,10 @@ type Cond struct {
 
 // OrderKey is one sort key: a canonical field and its direction.
 type OrderKey struct {
+	// Field is the canonical field name.
 	Field string
-	Desc  bool
+	// Desc orders from the largest value down.
+	Desc bool
 
 	id fieldID
 }

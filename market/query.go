@@ -384,8 +384,6 @@ func (st *state) top(s *search, m []uint64, v win, total, k int, keys []OrderKey
 	}
 	key := keys[0]
 	if b := st.bsiFor(s, key.id); b != nil {
-		g, rg := st.scratch()
-		defer rg()
 		e, re := st.scratch()
 		defer re()
 		stop := max(narrowStop, 2*k)
@@ -393,13 +391,20 @@ func (st *state) top(s *search, m []uint64, v win, total, k int, keys []OrderKey
 			m, v = mm, mv
 			defer st.release(mm)
 		}
-		ng, ne := b.narrow(m, g, e, v, k, key.Desc, stop)
-		if ng+ne <= stop || !st.allEqual(s, key.id, e, v) {
-			c := appendSlots(appendSlots(make([]uint32, 0, ng+ne), g, v), e, v)
-			return st.selectTop(s, c, k, keys)
+		g, ne, ws := b.narrow(m, e, v, k, key.Desc, stop)
+		if ws != nil { // e is sparse: only its listed words may be set
+			v = win{}
+			if len(ws) > 0 {
+				v = win{int(ws[0]), int(ws[len(ws)-1]) + 1}
+			}
+		}
+		if len(g)+ne <= stop || !st.allEqual(s, key.id, e, v) {
+			c := append(g, make([]uint32, 0, ne)...)
+			return st.selectTop(s, appendSlots(c, e, v), k, keys)
 		}
 		// e is a tie on keys[0], after all of g.
-		out := st.selectTop(s, appendSlots(make([]uint32, 0, ng), g, v), ng, keys)
+		ng := len(g)
+		out := st.selectTop(s, g, ng, keys)
 		return append(out, st.top(s, e, v.shrink(e), ne, k-ng, keys[1:])...)
 	}
 	if col := st.cols[key.id]; col != nil && col.vbits != nil && key.id != fRentable {

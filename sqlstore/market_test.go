@@ -32,6 +32,10 @@ func TestChangeRateSettlesAtTheOldRate(t *testing.T) {
 	if out.Rates.ComputePerHour != suanli.Dollars(1) || out.Version != in.Version+2 {
 		t.Errorf("ChangeRate = rate %s version %d", out.Rates.ComputePerHour, out.Version)
 	}
+	// Compute is settled up to the host's last heartbeat.
+	if err := db.RecordHeartbeat(ctx, m.ID, sqlstore.Heartbeat{At: t0.Add(time.Hour), Status: suanli.MachineOnline}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := db.Settle(ctx, t0.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}

@@ -222,6 +222,7 @@ func TestExited(t *testing.T) {
 	r := e.runtime()
 	spec := e.spec(3)
 	spec.Cmd = []string{"exit", "7"}
+	before := time.Now().Add(-time.Second) // the daemon's clock is this machine's
 	MustEnsure(t, r, spec)
 	var rep suanli.InstanceReport
 	waitFor(t, 10*time.Second, func() (bool, string) {
@@ -230,6 +231,10 @@ func TestExited(t *testing.T) {
 	})
 	if rep.ExitCode == nil || *rep.ExitCode != 7 || !strings.Contains(rep.Message, "code 7") {
 		t.Errorf("exited report = %+v, want exit code 7", rep)
+	}
+	// When it ended, so that an exit during an outage is billed to then.
+	if rep.EndedAt == nil || rep.EndedAt.Before(before) || rep.EndedAt.After(time.Now()) {
+		t.Errorf("exited report's EndedAt = %v, want the container's finish, after %v", rep.EndedAt, before)
 	}
 	waitLog(t, r, 3, "exiting with 7\n")
 

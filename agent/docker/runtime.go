@@ -533,6 +533,10 @@ func (r *Runtime) report(ctx context.Context, id int64, c *container.InspectResp
 	defer mu.Unlock()
 	st := r.loadState(id)
 	rep := suanli.InstanceReport{ID: id}
+	var ended *time.Time // when an exited container ended
+	if t, err := time.Parse(time.RFC3339Nano, c.State.FinishedAt); err == nil && !t.IsZero() {
+		ended = &t
+	}
 	switch c.State.Status {
 	case container.StateRunning, container.StateRestarting, container.StatePaused:
 		rep.Status = suanli.StatusRunning
@@ -562,9 +566,11 @@ func (r *Runtime) report(ctx context.Context, id int64, c *container.InspectResp
 			// Stopped by us; or an inspection older than the start that
 			// followed it (this Status raced Ensure): not a new exit.
 			rep.Status = suanli.StatusStopped
+			rep.EndedAt = ended
 			break
 		}
 		rep.Status = suanli.StatusExited
+		rep.EndedAt = ended
 		code := c.State.ExitCode
 		rep.ExitCode = &code
 		rep.Message = fmt.Sprintf("exited with code %d", code)

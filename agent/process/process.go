@@ -79,6 +79,7 @@ type state struct {
 	StartTicks    uint64     `json:"start_ticks,omitempty"`
 	BootID        string     `json:"boot_id,omitempty"`
 	StartedAt     *time.Time `json:"started_at,omitempty"`
+	EndedAt       *time.Time `json:"ended_at,omitempty"` // when the process ended, when known
 	ExitCode      *int       `json:"exit_code,omitempty"`
 	Message       string     `json:"message,omitempty"`
 	StopRequested bool       `json:"stop_requested,omitempty"`
@@ -133,7 +134,7 @@ func (r *Runtime) Ensure(ctx context.Context, spec suanli.InstanceSpec) error {
 	}
 	if inst.st.Status != suanli.StatusRunning {
 		if inst.st.Status != suanli.StatusStopped {
-			inst.st = state{Status: suanli.StatusStopped, StartedAt: inst.st.StartedAt}
+			inst.st = state{Status: suanli.StatusStopped, StartedAt: inst.st.StartedAt, EndedAt: inst.st.EndedAt}
 			r.saveStateLocked(inst)
 		}
 		r.mu.Unlock()
@@ -207,6 +208,7 @@ func (r *Runtime) Status(ctx context.Context) ([]suanli.InstanceReport, error) {
 			Message:   inst.st.Message,
 			ExitCode:  inst.st.ExitCode,
 			StartedAt: inst.st.StartedAt,
+			EndedAt:   inst.st.EndedAt,
 		}
 		if inst.st.Status == suanli.StatusRunning {
 			if u, ok := usage[inst.st.PID]; ok {
@@ -374,6 +376,7 @@ func (r *Runtime) wait(inst *instance, cmd *exec.Cmd, done chan struct{}) {
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 
 	code, msg := exitCode(cmd.ProcessState)
+	ended := r.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	defer close(done)
@@ -382,10 +385,10 @@ func (r *Runtime) wait(inst *instance, cmd *exec.Cmd, done chan struct{}) {
 	}
 	inst.done = nil
 	if inst.st.StopRequested {
-		inst.st = state{Status: suanli.StatusStopped, StartedAt: inst.st.StartedAt}
+		inst.st = state{Status: suanli.StatusStopped, StartedAt: inst.st.StartedAt, EndedAt: &ended}
 		r.logger.Info("instance stopped", "instance_id", inst.id)
 	} else {
-		inst.st = state{Status: suanli.StatusExited, ExitCode: &code, Message: msg, StartedAt: inst.st.StartedAt}
+		inst.st = state{Status: suanli.StatusExited, ExitCode: &code, Message: msg, StartedAt: inst.st.StartedAt, EndedAt: &ended}
 		r.logger.Info("instance exited", "instance_id", inst.id, "exit_code", code)
 	}
 	if r.insts[inst.id] == inst {
@@ -471,7 +474,8 @@ func (r *Runtime) stop(ctx context.Context, inst *instance) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if inst.st.PID == st.PID {
-		inst.st = state{Status: suanli.StatusStopped, StartedAt: inst.st.StartedAt}
+		ended := r.Now()
+		inst.st = state{Status: suanli.StatusStopped, StartedAt: inst.st.StartedAt, EndedAt: &ended}
 		r.saveStateLocked(inst)
 		r.logger.Info("instance stopped", "instance_id", inst.id)
 	}

@@ -338,6 +338,44 @@ func TestExitedStaysExited(t *testing.T) {
 	}
 }
 
+// TestEndedAtReported: a stopped or exited instance reports when it ended,
+// so that one stopped during an outage (a fence) is billed to then.
+func TestEndedAtReported(t *testing.T) {
+	r, _ := newRuntime(t)
+	before := time.Now()
+	if err := r.Ensure(t.Context(), shSpec(1, `sleep 0.2; exit 3`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Ensure(t.Context(), shSpec(2, `sleep 60`)); err != nil {
+		t.Fatal(err)
+	}
+	if rep := report(t, r, 2); rep.EndedAt != nil {
+		t.Errorf("running instance reports EndedAt %v", rep.EndedAt)
+	}
+	exited := waitStatus(t, r, 1, suanli.StatusExited)
+	spec := shSpec(2, `sleep 60`)
+	spec.Desired = suanli.DesiredStopped
+	if err := r.Ensure(t.Context(), spec); err != nil {
+		t.Fatal(err)
+	}
+	after := time.Now()
+	stopped := report(t, r, 2)
+	for _, rep := range []*suanli.InstanceReport{&exited, stopped} {
+		if rep.EndedAt == nil || rep.EndedAt.Before(before.Add(200*time.Millisecond)) || rep.EndedAt.After(after) {
+			t.Errorf("instance %d (%s): EndedAt %v, want between %v and %v", rep.ID, rep.Status, rep.EndedAt, before.Add(200*time.Millisecond), after)
+		}
+	}
+	// A stop of an exited instance keeps when it ended.
+	spec1 := shSpec(1, "")
+	spec1.Desired = suanli.DesiredStopped
+	if err := r.Ensure(t.Context(), spec1); err != nil {
+		t.Fatal(err)
+	}
+	if rep := report(t, r, 1); rep.Status != suanli.StatusStopped || rep.EndedAt == nil || !rep.EndedAt.Equal(*exited.EndedAt) {
+		t.Errorf("exited, then stopped: %+v, want stopped with the exit's EndedAt %v", rep, exited.EndedAt)
+	}
+}
+
 func TestExitBySignal(t *testing.T) {
 	r, _ := newRuntime(t)
 	if err := r.Ensure(t.Context(), shSpec(1, `kill -KILL $$`)); err != nil {

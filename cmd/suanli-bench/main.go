@@ -2,9 +2,10 @@
 // generators and side-by-side baselines that check every system returns the
 // same answers before they report any time (DESIGN §8).
 //
-//	suanli-bench bill [flags]     the hour close: billing.Book + sqlstore vs row-per-charge SQLite
-//	suanli-bench search [flags]   offer search: market.Index vs SQLite vs a naive scan
-//	suanli-bench place [flags]    placement at 100k hosts: group-committed decisions vs one SQLite transaction each
+//	suanli-bench bill [flags]          the hour close: billing.Book + sqlstore vs row-per-charge SQLite
+//	suanli-bench search [flags]        offer search: market.Index vs SQLite vs a naive scan
+//	suanli-bench place [flags]         placement at 100k hosts: group-committed decisions vs one SQLite transaction each
+//	suanli-bench reliability [flags]   host faults on agents in Docker containers: detection, billing, copies
 //
 // Progress goes to stderr, results to stdout.
 package main
@@ -21,14 +22,17 @@ import (
 const usage = `usage: suanli-bench <benchmark> [flags]
 
 benchmarks:
-  bill      the hour close: settle N running instances with the product's close
-            (in-memory book, postings per account, derived sub-ledger) against
-            a batched row-per-charge SQLite settlement (see suanli-bench bill -h)
-  search    offer search: the in-memory market index against SQLite and a naive
-            scan-and-sort, under a concurrent writer (see suanli-bench search -h)
-  place     placement and preemption at 100k hosts: sched.Cluster with a
-            group-committed decision log against one SQLite transaction per
-            placement (see suanli-bench place -h)
+  bill         the hour close: settle N running instances with the product's close
+               (in-memory book, postings per account, derived sub-ledger) against
+               a batched row-per-charge SQLite settlement (see suanli-bench bill -h)
+  search       offer search: the in-memory market index against SQLite and a naive
+               scan-and-sort, under a concurrent writer (see suanli-bench search -h)
+  place        placement and preemption at 100k hosts: sched.Cluster with a
+               group-committed decision log against one SQLite transaction per
+               placement (see suanli-bench place -h)
+  reliability  host faults (kill, freeze, partition, SIGSTOP, packet loss) on agents in
+               Docker containers: detection latency, billing after the last heartbeat,
+               duplicate copies, relaunches, recovery (see suanli-bench reliability -h)
 `
 
 func main() {
@@ -46,6 +50,8 @@ func main() {
 		err = runSearch(ctx, os.Args[2:])
 	case "place":
 		err = runPlace(os.Args[2:])
+	case "reliability":
+		err = runReliability(ctx, os.Args[2:])
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 		return

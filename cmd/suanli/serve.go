@@ -38,7 +38,9 @@ type serverConfig struct {
 	AllowSimulated bool
 	StartCredit    string
 	Heartbeat      time.Duration
+	SuspectAfter   time.Duration // 0: heartbeat + 10s
 	LostAfter      time.Duration
+	FailoverGrace  time.Duration
 	Settle         time.Duration
 	AuditRetention string        // "186d"
 	AuditEvery     time.Duration // between audit checkpoints
@@ -56,7 +58,9 @@ func (c *serverConfig) flags(cmd *cobra.Command) {
 	f.BoolVar(&c.AllowSimulated, "allow-simulated", os.Getenv("SUANLI_ALLOW_SIMULATED") == "true", "let every account rent machines with simulated GPUs (default: only their owner)")
 	f.StringVar(&c.StartCredit, "operator-credit", "100", "credit given to the operator account when it is created, in dollars")
 	f.DurationVar(&c.Heartbeat, "heartbeat", 10*time.Second, "agent heartbeat interval (long-poll length)")
+	f.DurationVar(&c.SuspectAfter, "suspect-after", 0, "silence after which a host is suspect and its offers hidden (default heartbeat + 10s)")
 	f.DurationVar(&c.LostAfter, "lost-after", 2*time.Minute, "silence after which a host's instances are lost")
+	f.DurationVar(&c.FailoverGrace, "failover-grace", 5*time.Minute, "after a start of the control plane, no host is declared lost before this (at least --lost-after)")
 	f.DurationVar(&c.Settle, "settle-every", time.Hour, "how often the close settles running meters into the ledger (at multiples of it: 1h closes on the hour);\n"+
 		"costs shown (show, budgets, quotes, billing balance's accrued) are always settled + accrued, so this changes no amount anyone sees")
 	f.StringVar(&c.AuditRetention, "audit-retention", envOr("SUANLI_AUDIT_RETENTION", "186d"), "how long audit entries are kept (six calendar months by default); env SUANLI_AUDIT_RETENTION")
@@ -65,6 +69,31 @@ func (c *serverConfig) flags(cmd *cobra.Command) {
 	f.StringSliceVar(&c.TLSHosts, "tls-hosts", nil, "extra DNS names or IPs for the server certificate (localhost, 127.0.0.1, the hostname and the listen host are always in)")
 	f.BoolVar(&c.VastAPI, "vast-api", envOr("SUANLI_VAST_API", "true") != "false", "serve the Vast.ai API (/api/v0, /api/v1) at the same address, so vastai CLIs and SDKs work with VAST_URL set to this server; env SUANLI_VAST_API")
 	f.StringVar(&c.SSHCAKey, "ssh-ca-key", os.Getenv("SUANLI_SSH_CA_KEY"), "the SSH certificate authority's key, created on first start (default HOME/ssh_ca_ed25519; replicas must share it); env SUANLI_SSH_CA_KEY")
+}
+
+// leaseConfig checks the host lease durations and returns them as the
+// control plane takes them: heartbeat < suspect-after < lost-after ≤
+// failover-grace, so that a host is suspect before it is lost and a restart
+// never declares a host lost sooner than its lease would.
+func (c *serverConfig) leaseConfig() (control.Config, error) {
+	suspect := c.SuspectAfter
+	if suspect == 0 {
+		suspect = c.Heartbeat + 10*time.Second
+	}
+	switch {
+	case c.Heartbeat < 100*time.Millisecond:
+		return control.Config{}, suanli.FieldErrorf("heartbeat", "%s: give at least 100ms", c.Heartbeat)
+	case suspect <= c.Heartbeat:
+		return control.Config{}, suanli.FieldErrorf("suspect-after", "%s: must be longer than --heartbeat (%s), or a host that answers on time is suspect", suspect, c.Heartbeat)
+	case c.LostAfter <= suspect:
+		return control.Config{}, suanli.FieldErrorf("lost-after", "%s: must be longer than --suspect-after (%s)", c.LostAfter, suspect)
+	case c.FailoverGrace < c.LostAfter:
+		return control.Config{}, suanli.FieldErrorf("failover-grace", "%s: must be at least --lost-after (%s), so that a restart gives every host at least its lease", c.FailoverGrace, c.LostAfter)
+	case c.Settle <= 0:
+		return control.Config{}, suanli.FieldErrorf("settle-every", "%s: must be positive", c.Settle)
+	}
+	return control.Config{HeartbeatInterval: c.Heartbeat, SuspectAfter: suspect, LostAfter: c.LostAfter,
+		FailoverGrace: c.FailoverGrace, SettleInterval: c.Settle}, nil
 }
 
 func envOr(k, def string) string {
@@ -121,6 +150,10 @@ func startControlPlane(ctx context.Context, a *app, c serverConfig, logger *slog
 	if err != nil {
 		return nil, suanli.FieldErrorf("operator-credit", "%v", err)
 	}
+	cfg, err := c.leaseConfig()
+	if err != nil {
+		return nil, err
+	}
 	retention, err := parseLifetime(c.AuditRetention)
 	if err != nil || retention < 24*time.Hour {
 		return nil, suanli.FieldErrorf("audit-retention", "%q: give at least one day, e.g. 186d", c.AuditRetention)
@@ -143,10 +176,10 @@ func startControlPlane(ctx context.Context, a *app, c serverConfig, logger *slog
 	if err != nil {
 		return nil, err
 	}
-	svc, err := control.New(ctx, store, control.Config{FeeBasisPoints: fee, AllowSimulated: c.AllowSimulated,
-		HeartbeatInterval: c.Heartbeat, LostAfter: c.LostAfter, SettleInterval: c.Settle,
-		SecretKey: secretKey, AuditKey: auditKey, AuditHeadFile: filepath.Join(a.home, "audit.head"),
-		AuditInterval: c.AuditEvery, AuditRetention: retention}, logger)
+	cfg.FeeBasisPoints, cfg.AllowSimulated = fee, c.AllowSimulated
+	cfg.SecretKey, cfg.AuditKey, cfg.AuditHeadFile = secretKey, auditKey, filepath.Join(a.home, "audit.head")
+	cfg.AuditInterval, cfg.AuditRetention = c.AuditEvery, retention
+	svc, err := control.New(ctx, store, cfg, logger)
 	if err != nil {
 		store.Close()
 		return nil, err
