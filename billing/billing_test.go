@@ -116,7 +116,7 @@ func TestBookCloseMatchesRowPerCharge(t *testing.T) {
 	through := int64(5_000_000_000)
 	for round := 0; round < 30; round++ {
 		through += rng.Int64N(4_000_000_000) + 1
-		c := b.Close(through)
+		c := b.Close(through, nil)
 		charged := map[string]*big.Int{}
 		var lines, legs, meters int
 		var digest uint64
@@ -239,11 +239,88 @@ func TestBookMerge(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Meters 1, 2, 3, 6 (at twice the rate), 8, 9: one second of each.
-	c := b.Close(1_000_000)
+	c := b.Close(1_000_000, nil)
 	if c.Meters != 6 || c.Amount != 7_000 {
 		t.Errorf("after merge: %d meters charged %d, want 6 meters charged 7000", c.Meters, c.Amount)
 	}
 	if b.Len() != 6 {
 		t.Errorf("book holds %d meters, want 6", b.Len())
+	}
+}
+
+// TestBookCloseStopsAtHeartbeats: compute meters are billed no further than
+// their machine's last heartbeat, never less far than the previous close
+// billed that machine, and the lines the sub-ledger derives from each
+// machine's through times are the close's.
+func TestBookCloseStopsAtHeartbeats(t *testing.T) {
+	var b billing.Book
+	const hour = suanli.MicrosPerHour
+	rows := []billing.MeterRow{
+		{ID: 1, AccountID: 1, HostID: 9, Rate: 3_600_000, PeriodUS: hour, Active: true, MachineID: 100}, // compute on a healthy host
+		{ID: 2, AccountID: 1, HostID: 9, Rate: 3_600_000, PeriodUS: hour, Active: true, MachineID: 200}, // compute on a host that falls silent
+		{ID: 3, AccountID: 1, HostID: 9, Rate: 3_600_000, PeriodUS: hour, Active: true},                 // storage: not bounded
+	}
+	for _, r := range rows {
+		if err := b.Append(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	machines := b.Machines()
+	beat := func(m100, m200 int64) []int64 {
+		out := make([]int64, len(machines))
+		for i, id := range machines {
+			out[i] = map[int64]int64{100: m100, 200: m200}[id]
+		}
+		return out
+	}
+	spans := map[int64]billing.Span{}
+	for _, r := range rows {
+		spans[r.ID] = billing.Span{MeterID: r.ID, AccountID: r.AccountID, HostID: r.HostID, Rate: r.Rate, PeriodUS: r.PeriodUS}
+	}
+	ts := map[int64][]int64{}
+	// Close 1 at 1h: both hosts beat at 59 min 50 s.
+	// Close 2 at 2h: host 200 is silent since 1h30 m; host 100 beat after the close.
+	// Close 3 at 3h: host 200's clock went back: its through stays at 1h30 m.
+	for k, step := range []struct {
+		through, b100, b200 int64
+		want                map[int64]int64 // µs billed so far per meter
+	}{
+		{hour, hour - 10_000_000, hour - 10_000_000, map[int64]int64{1: hour - 10_000_000, 2: hour - 10_000_000, 3: hour}},
+		{2 * hour, 3 * hour, hour + hour/2, map[int64]int64{1: 2 * hour, 2: hour + hour/2, 3: 2 * hour}},
+		{3 * hour, 3 * hour, hour, map[int64]int64{1: 3 * hour, 2: hour + hour/2, 3: 3 * hour}},
+	} {
+		c := b.Close(step.through, beat(step.b100, step.b200))
+		billed := map[int64]int64{}
+		for _, mb := range c.MachineBilled() {
+			billed[mb.MachineID] = mb.Through
+		}
+		for _, r := range rows {
+			tk := step.through
+			if r.MachineID != 0 {
+				if v, ok := billed[r.MachineID]; ok {
+					tk = v
+				}
+			}
+			ts[r.ID] = append(ts[r.ID], tk)
+		}
+		if err := b.Apply(c); err != nil {
+			t.Fatal(err)
+		}
+		var d uint64
+		for id, sp := range spans {
+			var sum suanli.Money
+			for l := range sp.Lines(ts[id], 0, len(ts[id])) {
+				sum += l.Amount
+				if l.Close == k {
+					d += sp.Digest(l)
+				}
+			}
+			if want := suanli.Money(step.want[id] / 1000); sum != want {
+				t.Errorf("close %d: meter %d billed %d in all, want %d", k+1, id, sum, want)
+			}
+		}
+		if d != c.Digest {
+			t.Errorf("close %d: lines derived from the machines' through times digest to %x, the close to %x", k+1, d, c.Digest)
+		}
 	}
 }

@@ -21,10 +21,13 @@ type MeterRow struct {
 	Active    bool
 	Since     int64 // settled up to here (µs)
 	Remainder int64
+	// MachineID, for compute meters, is the machine whose heartbeats bound
+	// how far a close bills them (0: not bounded).
+	MachineID int64
 }
 
-// meterState is one meter in a Book: 56 bytes, so a million running
-// instances (two active meters each) take about 110 MB.
+// meterState is one meter in a Book: 64 bytes, so a million running
+// instances (two active meters each) take about 128 MB.
 type meterState struct {
 	id     int64
 	rate   int64
@@ -34,6 +37,7 @@ type meterState struct {
 	feeBP  int64
 	renter int32 // index in Book.accounts
 	host   int32
+	mach   int32 // index in Book.machines; -1: not bounded by heartbeats
 }
 
 // Book is the in-memory set of active time-based meters, sorted by meter id,
@@ -45,7 +49,10 @@ type Book struct {
 	meters   []meterState
 	accounts []int64
 	index    map[int64]int32
-	gen      int64 // bumped by every change, so a stale Close cannot be applied
+	machines []int64 // the machines compute meters run on, by index
+	mindex   map[int64]int32
+	billed   []int64 // by machine index: how far the last close billed compute there (0: unknown)
+	gen      int64   // bumped by every change, so a stale Close cannot be applied
 }
 
 // Len returns how many meters the Book holds.
@@ -57,7 +64,35 @@ func (b *Book) Accounts() int { return len(b.accounts) }
 // Reset empties the Book.
 func (b *Book) Reset() {
 	b.meters, b.accounts, b.index = b.meters[:0], b.accounts[:0], nil
+	b.machines, b.mindex, b.billed = b.machines[:0], nil, b.billed[:0]
 	b.gen++
+}
+
+// Machines returns the machines the Book's compute meters run on, by
+// index: Close takes their last heartbeats in the same order.
+func (b *Book) Machines() []int64 { return b.machines }
+
+// SetMachineBilled records how far the latest close billed compute on a
+// machine (a rebuild reads it from the store), so that no later close bills
+// it less far: the through times of a machine's closes never go back, which
+// is what lets the store catch a meter up from the last close alone.
+func (b *Book) SetMachineBilled(machineID, through int64) {
+	i := b.machine(machineID)
+	b.billed[i] = max(b.billed[i], through)
+}
+
+func (b *Book) machine(id int64) int32 {
+	if i, ok := b.mindex[id]; ok {
+		return i
+	}
+	if b.mindex == nil {
+		b.mindex = map[int64]int32{}
+	}
+	i := int32(len(b.machines))
+	b.machines = append(b.machines, id)
+	b.billed = append(b.billed, 0)
+	b.mindex[id] = i
+	return i
 }
 
 func (b *Book) account(id int64) int32 {
@@ -74,8 +109,12 @@ func (b *Book) account(id int64) int32 {
 }
 
 func (b *Book) state(r MeterRow) meterState {
-	return meterState{id: r.ID, rate: int64(r.Rate), period: r.PeriodUS, since: r.Since, rem: r.Remainder,
-		renter: b.account(r.AccountID), host: b.account(r.HostID), feeBP: r.FeeBP}
+	m := meterState{id: r.ID, rate: int64(r.Rate), period: r.PeriodUS, since: r.Since, rem: r.Remainder,
+		renter: b.account(r.AccountID), host: b.account(r.HostID), feeBP: r.FeeBP, mach: -1}
+	if r.MachineID != 0 {
+		m.mach = b.machine(r.MachineID)
+	}
+	return m
 }
 
 // Append adds an active meter whose id is above every id in the Book (a
@@ -148,8 +187,8 @@ func (b *Book) Merge(rows []MeterRow) error {
 // changing the Book; Apply moves the Book's meters to it once the store has
 // committed it.
 type Close struct {
-	Through int64 // µs: every meter is settled up to here
-	Meters  int   // meters the close advanced (settled up to Through)
+	Through int64 // µs: every meter is settled up to here (compute: see MachineBilled)
+	Meters  int   // meters the close advanced
 	Lines   int   // meters it charged (a positive amount): the sub-ledger's lines
 	Legs    int   // postings a row-per-charge ledger would have written for those lines
 	Amount  suanli.Money
@@ -161,16 +200,37 @@ type Close struct {
 	book     *Book
 	gen      int64
 	rem      []int64        // each meter's remainder after the close (by Book index)
+	billed   []int64        // by machine index: how far compute is billed there
+	used     []bool         // by machine index: a compute meter runs there
 	charged  []suanli.Money // by account index: what renters pay
 	earned   []suanli.Money // by account index: what providers earn
 	accounts []int64
 }
 
+// MachineBilled is how far a close billed compute on one machine, when
+// that is short of the close's time.
+type MachineBilled struct {
+	MachineID int64
+	Through   int64 // µs
+}
+
 // Close settles every meter in the Book up to through, in parallel over the
-// machine's cores. Meters already settled up to through (or beyond) are left
-// as they are.
-func (b *Book) Close(through int64) *Close {
-	c := &Close{Through: through, book: b, gen: b.gen, rem: make([]int64, len(b.meters)), accounts: b.accounts}
+// machine's cores. Compute meters are settled no further than their
+// machine's last heartbeat — beats, by Machines() index (a machine missing
+// from beats is not bounded) — and never less far than the previous close
+// billed that machine: a host that falls silent is billed to its last
+// heartbeat, not beyond (DESIGN §4). Meters already settled up to their
+// time are left as they are.
+func (b *Book) Close(through int64, beats []int64) *Close {
+	c := &Close{Through: through, book: b, gen: b.gen, rem: make([]int64, len(b.meters)), accounts: b.accounts,
+		billed: make([]int64, len(b.machines)), used: make([]bool, len(b.machines))}
+	for i := range c.billed {
+		t := through
+		if i < len(beats) && beats[i] < t {
+			t = beats[i]
+		}
+		c.billed[i] = max(t, min(b.billed[i], through))
+	}
 	workers := min(runtime.GOMAXPROCS(0), len(b.meters)/(1<<14)+1)
 	parts := make([]closePart, workers)
 	var wg sync.WaitGroup
@@ -179,7 +239,7 @@ func (b *Book) Close(through int64) *Close {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			parts[w].run(b, b.meters[lo:hi], c.rem[lo:hi], through)
+			parts[w].run(b, b.meters[lo:hi], c.rem[lo:hi], through, c.billed)
 		}()
 	}
 	wg.Wait()
@@ -197,8 +257,24 @@ func (b *Book) Close(through int64) *Close {
 		for i, v := range p.earned {
 			c.earned[i] += v
 		}
+		for i, u := range p.used {
+			c.used[i] = c.used[i] || u
+		}
 	}
 	return c
+}
+
+// MachineBilled lists the machines whose compute the close billed short of
+// its time (their last heartbeat was earlier): the store keeps them, for
+// the sub-ledger to derive the same lines.
+func (c *Close) MachineBilled() []MachineBilled {
+	var out []MachineBilled
+	for i, t := range c.billed {
+		if c.used[i] && t < c.Through {
+			out = append(out, MachineBilled{MachineID: c.book.machines[i], Through: t})
+		}
+	}
+	return out
 }
 
 type closePart struct {
@@ -206,17 +282,24 @@ type closePart struct {
 	amount, fees        suanli.Money
 	digest              uint64
 	charged, earned     []suanli.Money
+	used                []bool
 }
 
-func (p *closePart) run(b *Book, ms []meterState, rems []int64, through int64) {
+func (p *closePart) run(b *Book, ms []meterState, rems []int64, through int64, billed []int64) {
 	p.charged, p.earned = make([]suanli.Money, len(b.accounts)), make([]suanli.Money, len(b.accounts))
+	p.used = make([]bool, len(billed))
 	for i := range ms {
 		m := &ms[i]
-		if through <= m.since {
+		t := through
+		if m.mach >= 0 {
+			t = billed[m.mach]
+			p.used[m.mach] = true
+		}
+		if t <= m.since {
 			rems[i] = m.rem
 			continue
 		}
-		amt, rem := suanli.Accrue(suanli.Money(m.rate), through-m.since, m.period, m.rem)
+		amt, rem := suanli.Accrue(suanli.Money(m.rate), t-m.since, m.period, m.rem)
 		rems[i] = rem
 		p.meters++
 		if amt <= 0 {
@@ -257,16 +340,26 @@ func (c *Close) LedgerPostings() []suanli.Posting {
 }
 
 // Apply moves the Book's meters to the close: each advanced meter is settled
-// up to Through with its new remainder. It fails when the Book changed since
-// the close was computed.
+// up to its time with its new remainder, and each machine's compute is
+// billed up to where the close left it. It fails when the Book changed
+// since the close was computed.
 func (b *Book) Apply(c *Close) error {
 	if c.book != b || c.gen != b.gen {
 		return suanli.Errorf(suanli.EINTERNAL, "billing: close at %d is stale: the book changed after it was computed", c.Through)
 	}
 	for i := range b.meters {
 		m := &b.meters[i]
-		if c.Through > m.since {
-			m.since, m.rem = c.Through, c.rem[i]
+		t := c.Through
+		if m.mach >= 0 {
+			t = c.billed[m.mach]
+		}
+		if t > m.since {
+			m.since, m.rem = t, c.rem[i]
+		}
+	}
+	for i, u := range c.used {
+		if u {
+			b.billed[i] = c.billed[i]
 		}
 	}
 	b.gen++

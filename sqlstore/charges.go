@@ -108,7 +108,7 @@ func (s *DB) FindCharges(ctx context.Context, f suanli.ChargeFilter) (*suanli.Ch
 			first = closeIndex(throughs, us(*f.Since))
 		}
 		top := &topLines{n: offset + limit}
-		eachLine(spans, throughs, first, len(cal), func(sp *spanRow, k int, l billing.Line) {
+		eachLine(spans, first, len(cal), func(sp *spanRow, k int, l billing.Line) {
 			if f.AccountID != nil && sp.AccountID != *f.AccountID {
 				return
 			}
@@ -190,7 +190,12 @@ func (s *DB) ChargeRows(ctx context.Context, accountID int64, from, to time.Time
 			return err
 		}
 		tags := map[int64]map[string]string{} // parsed once per instance, shared by its lines
-		eachLine(spans, throughs, closeIndex(throughs, us(from)), closeIndex(throughs, us(to)), func(sp *spanRow, k int, l billing.Line) {
+		// A line ends at its close's time or, for compute on a silent host,
+		// before it: select by the line's end, from the first close that can.
+		eachLine(spans, closeIndex(throughs, us(from)), len(throughs), func(sp *spanRow, k int, l billing.Line) {
+			if l.To < us(from) || l.To >= us(to) {
+				return
+			}
 			tg, ok := tags[sp.InstanceID]
 			if !ok {
 				json.Unmarshal([]byte(sp.Tags), &tg)
@@ -267,7 +272,10 @@ func (s *DB) EarningsByMachine(ctx context.Context, hostID int64, from, to time.
 		if err != nil {
 			return err
 		}
-		eachLine(spans, throughs, closeIndex(throughs, us(from)), closeIndex(throughs, us(to)), func(sp *spanRow, k int, l billing.Line) {
+		eachLine(spans, closeIndex(throughs, us(from)), len(throughs), func(sp *spanRow, k int, l billing.Line) {
+			if l.To < us(from) || l.To >= us(to) {
+				return // as ChargeRows: by the line's end
+			}
 			if l.Amount-l.Fee == 0 || sp.MachineID == 0 {
 				return // no earnings posting (the fee took it all), or no instance: as the row-per-charge ledger
 			}
@@ -327,8 +335,8 @@ func (tx *Tx) instanceSettled(ctx context.Context, id int64, ms map[string]*mete
 	}
 	v := suanli.Money(rows + spans)
 	for _, m := range ms {
-		if m.billedByCloses(st) {
-			v += m.span().Total(st.Through)
+		if m.billedByCloses(st, m.Through) {
+			v += m.span().Total(m.Through)
 		}
 	}
 	return v, nil
@@ -365,24 +373,18 @@ func (s *DB) SettledByInstance(ctx context.Context) (map[int64]suanli.Money, err
 		if err := add(`SELECT m.instance_id, SUM(s.amount) FROM meter_spans s JOIN meters m ON m.id = s.meter_id GROUP BY m.instance_id`); err != nil {
 			return err
 		}
-		rows, err := tx.query(ctx, `SELECT instance_id, account_id, host_id, rate, period_us, fee_bp, since, remainder
-			FROM meters WHERE active = ? AND close_id < ? AND since < ?`, true, st.CloseID, st.Through)
+		ms, err := tx.loadMeters(ctx, st, `m.active = ? AND m.close_id < ? AND m.since < ?`, true, st.CloseID, st.Through)
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var id, rate int64
-			var sp billing.Span
-			if err := rows.Scan(&id, &sp.AccountID, &sp.HostID, &rate, &sp.PeriodUS, &sp.FeeBP, &sp.Since, &sp.Remainder); err != nil {
-				return err
-			}
-			sp.Rate = suanli.Money(rate)
-			if v := sp.Total(st.Through); v != 0 {
-				out[id] += v
+		for _, m := range ms {
+			if m.billedByCloses(st, m.Through) {
+				if v := m.span().Total(m.Through); v != 0 {
+					out[m.InstanceID] += v
+				}
 			}
 		}
-		return rows.Err()
+		return nil
 	})
 	return out, err
 }

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -127,7 +128,11 @@ func (s *DB) CloseBooks(ctx context.Context, now time.Time) (*BookClose, error) 
 		if err := tx.syncBook(ctx, bc, st, res); err != nil {
 			return err
 		}
-		cl = bc.book.Close(through)
+		beats, err := tx.heartbeats(ctx, bc.book.Machines())
+		if err != nil {
+			return err
+		}
+		cl = bc.book.Close(through, beats)
 		if cl.Meters == 0 {
 			return nil // nothing advanced: the close would change nothing
 		}
@@ -144,6 +149,17 @@ func (s *DB) CloseBooks(ctx context.Context, now time.Time) (*BookClose, error) 
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, res.ID, res.TxnID, through, cl.Meters, cl.Lines, cl.Legs, len(postings),
 			int64(cl.Amount), int64(cl.Fees), int64(cl.Digest), us(now)); err != nil {
 			return err
+		}
+		caps := cl.MachineBilled()
+		for lo := 0; lo < len(caps); lo += 1000 {
+			part := caps[lo:min(lo+1000, len(caps))]
+			args := make([]any, 0, 3*len(part))
+			for _, c := range part {
+				args = append(args, res.ID, c.MachineID, c.Through)
+			}
+			if _, err := tx.exec(ctx, `INSERT INTO bill_caps (close_id, machine_id, through_us) VALUES `+values(len(part), 3), args...); err != nil {
+				return err
+			}
 		}
 		_, err = tx.exec(ctx, `UPDATE bill_state SET close_id = ?, through_us = ? WHERE id = 1`, res.ID, through)
 		return err
@@ -176,9 +192,12 @@ func (tx *Tx) syncBook(ctx context.Context, bc *billCache, st billState, res *Bo
 		if err != nil {
 			return err
 		}
+		if err := tx.loadMachineBilled(ctx, &bc.book, st); err != nil {
+			return err
+		}
 		res.Rebuilt, res.Loaded = true, n
 	}
-	rows, err := tx.query(ctx, `SELECT `+bookCols+` FROM meters WHERE dirty ORDER BY id`)
+	rows, err := tx.query(ctx, meterSelect+` WHERE m.dirty ORDER BY m.id`, meterArgs(st)...)
 	if err != nil {
 		return err
 	}
@@ -210,24 +229,21 @@ func (tx *Tx) syncBook(ctx context.Context, bc *billCache, st billState, res *Bo
 	return nil
 }
 
-const bookCols = `id, account_id, host_id, rate, period_us, fee_bp, active, since, remainder, close_id`
-
-// scanBookRow reads a meter for the Book, caught up to the latest close.
+// scanBookRow reads a meter (meterSelect) for the Book, caught up to the
+// latest close.
 func scanBookRow(r scanner, st billState) (billing.MeterRow, error) {
-	var m meter
-	var rate int64
-	if err := r.Scan(&m.ID, &m.AccountID, &m.HostID, &rate, &m.PeriodUS, &m.FeeBP, &m.Active, &m.Since, &m.Remainder, &m.CloseID); err != nil {
+	m, err := scanMeter(r, st)
+	if err != nil {
 		return billing.MeterRow{}, err
 	}
-	m.Rate = suanli.Money(rate)
-	c := m.caughtUp(st)
+	c := m.caughtUp(st, m.Through)
 	return billing.MeterRow{ID: c.ID, AccountID: c.AccountID, HostID: c.HostID, Rate: c.Rate, PeriodUS: c.PeriodUS, FeeBP: c.FeeBP,
-		Active: c.Active, Since: c.Since, Remainder: c.Remainder}, nil
+		Active: c.Active, Since: c.Since, Remainder: c.Remainder, MachineID: c.MachineID}, nil
 }
 
 // loadBook reads every active meter into an empty Book, in id order.
 func (tx *Tx) loadBook(ctx context.Context, b *billing.Book, st billState) (int, error) {
-	rows, err := tx.query(ctx, `SELECT `+bookCols+` FROM meters WHERE active = ? ORDER BY id`, true)
+	rows, err := tx.query(ctx, meterSelect+` WHERE m.active = ? ORDER BY m.id`, meterArgs(st, true)...)
 	if err != nil {
 		return 0, err
 	}
@@ -244,6 +260,54 @@ func (tx *Tx) loadBook(ctx context.Context, b *billing.Book, st billState) (int,
 		n++
 	}
 	return n, rows.Err()
+}
+
+// loadMachineBilled tells a rebuilt Book how far the latest close billed
+// compute on the machines it bounded.
+func (tx *Tx) loadMachineBilled(ctx context.Context, b *billing.Book, st billState) error {
+	rows, err := tx.query(ctx, `SELECT machine_id, through_us FROM bill_caps WHERE close_id = ?`, st.CloseID)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, t int64
+		if err := rows.Scan(&id, &t); err != nil {
+			return err
+		}
+		b.SetMachineBilled(id, t)
+	}
+	return rows.Err()
+}
+
+// heartbeats returns the last heartbeat of each machine, in the order
+// given; a machine not found is not bounded.
+func (tx *Tx) heartbeats(ctx context.Context, machines []int64) ([]int64, error) {
+	out := make([]int64, len(machines))
+	if len(machines) == 0 {
+		return out, nil
+	}
+	rows, err := tx.query(ctx, `SELECT id, last_heartbeat FROM machines`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	beat := map[int64]int64{}
+	for rows.Next() {
+		var id, hb int64
+		if err := rows.Scan(&id, &hb); err != nil {
+			return nil, err
+		}
+		beat[id] = hb
+	}
+	for i, id := range machines {
+		hb, ok := beat[id]
+		if !ok {
+			hb = math.MaxInt64
+		}
+		out[i] = hb
+	}
+	return out, rows.Err()
 }
 
 // WarmBook rebuilds the in-memory Book from the store now, so that the
@@ -274,7 +338,7 @@ func (s *DB) WarmBook(ctx context.Context) (int, error) {
 				moved = true // closed meanwhile: the caught-up states read so far are stale
 				return nil
 			}
-			rows, err := tx.query(ctx, `SELECT `+bookCols+` FROM meters WHERE active = ? AND id > ? ORDER BY id LIMIT `+fmt.Sprint(warmSlice), true, after)
+			rows, err := tx.query(ctx, meterSelect+` WHERE m.active = ? AND m.id > ? ORDER BY m.id LIMIT `+fmt.Sprint(warmSlice), meterArgs(st, true, after)...)
 			if err != nil {
 				return err
 			}
@@ -289,7 +353,13 @@ func (s *DB) WarmBook(ctx context.Context) (int, error) {
 				}
 				got, after = got+1, r.ID
 			}
-			return rows.Err()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			if got < warmSlice {
+				return tx.loadMachineBilled(ctx, &bc.book, st)
+			}
+			return nil
 		})
 		if err != nil {
 			bc.book.Reset()

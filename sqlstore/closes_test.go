@@ -128,6 +128,7 @@ func twinRun(t *testing.T, seed uint64) {
 	lastSettle := t0
 	var seq int64
 	var vols []int64
+	beats := map[int64]time.Time{}
 	traffic := map[int64][2]int64{}
 	for step := 0; step < 400; step++ {
 		now = now.Add(time.Duration(rng.Int64N(int64(20*time.Minute))) + time.Microsecond)
@@ -192,11 +193,24 @@ func twinRun(t *testing.T, seed uint64) {
 			})
 			o.destroyed = true
 			used[[2]int64{o.machine.ID, int64(o.gpu)}] = false
-		case r < 14: // settle
+		case r < 14: // settle, after heartbeats from most hosts (a silent one is billed to its last)
 			if !now.After(lastSettle) {
 				continue
 			}
 			lastSettle = now
+			for _, m := range machines {
+				if rng.IntN(5) == 0 {
+					continue
+				}
+				hb := now.Add(-time.Duration(rng.Int64N(int64(20 * time.Second))))
+				if hb.Before(beats[m.ID]) {
+					hb = beats[m.ID] // heartbeats never go back
+				}
+				beats[m.ID] = hb
+				w.must("heartbeat", func(db *sqlstore.DB) error {
+					return db.RecordHeartbeat(ctx, m.ID, sqlstore.Heartbeat{At: hb, Status: suanli.MachineOnline})
+				})
+			}
 			for i, db := range w.dbs {
 				var err error
 				if i == 0 {

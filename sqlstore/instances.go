@@ -430,21 +430,17 @@ func (tx *Tx) accountAccrual(ctx context.Context, accountID int64, now time.Time
 	if err != nil {
 		return a, err
 	}
-	rows, err := tx.query(ctx, `SELECT `+meterCols+` FROM meters WHERE account_id = ? AND active = ?`, accountID, true)
+	// "active <> FALSE": the index on account_id beats the one on active.
+	ms, err := tx.loadMeters(ctx, st, `m.account_id = ? AND m.active <> ?`, accountID, false)
 	if err != nil {
 		return a, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		m, err := scanMeter(rows)
-		if err != nil {
-			return a, err
-		}
+	for _, m := range ms {
 		p, b := m.pending(us(now), st)
 		a.Unsettled += p
 		a.BurnRate += b
 	}
-	return a, rows.Err()
+	return a, nil
 }
 
 // AccountBurn is what an account's active meters cost per hour now.

@@ -15,8 +15,10 @@ import (
 //
 // Hour closes (closes.go) settle active meters without writing their rows:
 // a row's Since and Remainder are its state as of close CloseID, and closes
-// after that one billed it further. catchUp brings a row up to date before
-// it is written again, recording what those closes billed as a span.
+// after that one billed it further — up to their time, or, for compute, no
+// further than the machine's last heartbeat then (bill_caps). catchUp
+// brings a row up to date before it is written again, recording what those
+// closes billed as a span.
 type meter struct {
 	ID, InstanceID, AccountID, HostID int64
 	Kind                              string
@@ -26,16 +28,72 @@ type meter struct {
 	Since                             int64 // settled up to here (µs) as of close CloseID, meaningful while active
 	Remainder                         int64
 	CloseID                           int64 // the latest close that Since and Remainder account for
+	// MachineID is the machine a compute meter runs on (0 for other kinds):
+	// its heartbeats bound how far closes bill the meter.
+	MachineID int64
+	// Through is how far the latest close (as the meter was loaded) billed
+	// meters like this one: its time, or its machine's bound for compute.
+	Through int64
 }
 
-const meterCols = `id, instance_id, account_id, host_id, kind, rate, period_us, fee_bp, active, since, remainder, close_id`
+// meterSelect reads meters with their machine and the latest close's bound
+// on it; its first two arguments are the latest close's id and the compute
+// kind (meterArgs).
+const meterSelect = `SELECT m.id, m.instance_id, m.account_id, m.host_id, m.kind, m.rate, m.period_us, m.fee_bp, m.active, m.since,
+	m.remainder, m.close_id, COALESCE(i.machine_id, 0), COALESCE(c.through_us, 0)
+	FROM meters m LEFT JOIN instances i ON i.id = m.instance_id
+	LEFT JOIN bill_caps c ON c.machine_id = i.machine_id AND c.close_id = ? AND m.kind = ?`
 
-func scanMeter(r scanner) (*meter, error) {
+func meterArgs(st billState, args ...any) []any {
+	return append([]any{st.CloseID, suanli.MeterCompute}, args...)
+}
+
+func scanMeter(r scanner, st billState) (*meter, error) {
 	var m meter
-	var rate int64
-	err := r.Scan(&m.ID, &m.InstanceID, &m.AccountID, &m.HostID, &m.Kind, &rate, &m.PeriodUS, &m.FeeBP, &m.Active, &m.Since, &m.Remainder, &m.CloseID)
+	var rate, machine, capped int64
+	err := r.Scan(&m.ID, &m.InstanceID, &m.AccountID, &m.HostID, &m.Kind, &rate, &m.PeriodUS, &m.FeeBP, &m.Active, &m.Since, &m.Remainder,
+		&m.CloseID, &machine, &capped)
 	m.Rate = suanli.Money(rate)
+	m.Through = st.Through
+	if m.Kind == suanli.MeterCompute {
+		m.MachineID = machine
+		if capped != 0 {
+			m.Through = capped
+		}
+	}
 	return &m, err
+}
+
+// loadMeters reads the meters matching where (over meters m), as of the
+// latest close st.
+func (tx *Tx) loadMeters(ctx context.Context, st billState, where string, args ...any) ([]*meter, error) {
+	rows, err := tx.query(ctx, meterSelect+` WHERE `+where, meterArgs(st, args...)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*meter
+	for rows.Next() {
+		m, err := scanMeter(rows, st)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// closeThrough is how far the latest close st billed meters like m.
+func (tx *Tx) closeThrough(ctx context.Context, m *meter, st billState) (int64, error) {
+	if m.Kind != suanli.MeterCompute || m.MachineID == 0 || st.CloseID == 0 {
+		return st.Through, nil
+	}
+	var t int64
+	err := tx.queryRow(ctx, `SELECT through_us FROM bill_caps WHERE machine_id = ? AND close_id = ?`, m.MachineID, st.CloseID).Scan(&t)
+	if isNoRows(err) {
+		return st.Through, nil
+	}
+	return t, err
 }
 
 // span is the meter's open span: its state as its row holds it.
@@ -45,17 +103,19 @@ func (m *meter) span() billing.Span {
 }
 
 // billedByCloses reports whether closes after the row was written billed
-// the meter: it was active and a later close's time is past its Since.
-func (m *meter) billedByCloses(st billState) bool {
-	return m.Active && m.CloseID < st.CloseID && st.Through > m.Since
+// the meter, the latest (st) up to through: it was active and that is
+// past its Since. A machine's bound never goes back from close to close,
+// so the latest close's bound is how far all of them billed it.
+func (m *meter) billedByCloses(st billState, through int64) bool {
+	return m.Active && m.CloseID < st.CloseID && through > m.Since
 }
 
-// caughtUp returns the meter as of the latest close st, without writing
-// anything: what closes after its row was written billed is settled.
-func (m *meter) caughtUp(st billState) meter {
+// caughtUp returns the meter as of the latest close st, which billed it up
+// to through, without writing anything.
+func (m *meter) caughtUp(st billState, through int64) meter {
 	c := *m
-	if m.billedByCloses(st) {
-		c.Since, c.Remainder = m.span().State(st.Through)
+	if m.billedByCloses(st, through) {
+		c.Since, c.Remainder = m.span().State(through)
 	}
 	c.CloseID = max(c.CloseID, st.CloseID)
 	return c
@@ -75,20 +135,19 @@ func (tx *Tx) createMeter(ctx context.Context, m *meter) error {
 }
 
 func (tx *Tx) instanceMeters(ctx context.Context, instanceID int64) (map[string]*meter, error) {
-	rows, err := tx.query(ctx, `SELECT `+meterCols+` FROM meters WHERE instance_id = ?`, instanceID)
+	st, err := tx.readBillState(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
+	ms, err := tx.loadMeters(ctx, st, `m.instance_id = ?`, instanceID)
+	if err != nil {
+		return nil, err
+	}
 	out := map[string]*meter{}
-	for rows.Next() {
-		m, err := scanMeter(rows)
-		if err != nil {
-			return nil, err
-		}
+	for _, m := range ms {
 		out[m.Kind] = m
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // catchUp brings a meter about to be written up to the latest close: what
@@ -100,16 +159,21 @@ func (tx *Tx) catchUp(ctx context.Context, m *meter) error {
 	if err != nil {
 		return err
 	}
-	if m.billedByCloses(st) {
-		if amt := m.span().Total(st.Through); amt > 0 {
-			if _, err := tx.exec(ctx, `INSERT INTO meter_spans (meter_id, host_id, rate, period_us, fee_bp, since, remainder, close_lo, close_hi, amount)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, m.ID, m.HostID, int64(m.Rate), m.PeriodUS, m.FeeBP, m.Since, m.Remainder, m.CloseID, st.CloseID,
-				int64(amt)); err != nil {
+	through, err := tx.closeThrough(ctx, m, st)
+	if err != nil {
+		return err
+	}
+	if m.billedByCloses(st, through) {
+		if amt := m.span().Total(through); amt > 0 {
+			if _, err := tx.exec(ctx, `INSERT INTO meter_spans (meter_id, machine_id, host_id, rate, period_us, fee_bp, since, remainder, close_lo, close_hi, amount)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, m.ID, m.MachineID, m.HostID, int64(m.Rate), m.PeriodUS, m.FeeBP, m.Since, m.Remainder,
+				m.CloseID, st.CloseID, int64(amt)); err != nil {
 				return err
 			}
 		}
 	}
-	*m = m.caughtUp(st)
+	*m = m.caughtUp(st, through)
+	m.Through = through
 	return nil
 }
 
@@ -197,13 +261,13 @@ type Accrual struct {
 	BurnRate  suanli.Money // per hour
 }
 
-// pending is what the meter accrued after its last settlement (inline or
-// by a close) up to now, and its burn rate per hour.
+// pending is what the meter (loaded as of st) accrued after its last
+// settlement, inline or by a close, up to now, and its burn rate per hour.
 func (m *meter) pending(now int64, st billState) (suanli.Money, suanli.Money) {
 	if !m.Active || m.PeriodUS <= 0 {
 		return 0, 0
 	}
-	c := m.caughtUp(st)
+	c := m.caughtUp(st, m.Through)
 	amt, _ := suanli.Accrue(c.Rate, now-c.Since, c.PeriodUS, c.Remainder)
 	return amt, suanli.MulDiv(m.Rate, suanli.MicrosPerHour, m.PeriodUS)
 }

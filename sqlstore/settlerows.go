@@ -12,7 +12,8 @@ import (
 
 // SettleRows is the row-per-charge settlement that the hour close replaced,
 // kept as the benchmark's baseline and the tests' second opinion. In one
-// transaction it settles every active meter up to now and writes, for each
+// transaction it settles every active meter up to now (compute no further
+// than its machine's last heartbeat) and writes, for each
 // meter charged, a ledger transaction with its postings (renter, provider,
 // fee; zero legs left out), moves each ledger account's balance once, and
 // updates every advanced meter's row. It is batched (multi-row inserts, one
@@ -24,25 +25,30 @@ func (s *DB) SettleRows(ctx context.Context, now time.Time) (int, error) {
 	bc := &s.bill
 	bc.mu.Lock()
 	defer bc.mu.Unlock()
-	at := now.UnixMicro()
+	end := now.UnixMicro()
 	n := 0
 	err := s.withTx(ctx, func(tx *Tx) error {
 		st, err := tx.billState(ctx, true)
 		if err != nil {
 			return err
 		}
-		rows, err := tx.query(ctx, `SELECT `+meterCols+` FROM meters WHERE active = ? ORDER BY id`, true)
+		ms, err := tx.loadMeters(ctx, st, `m.active = ? ORDER BY m.id`, true)
 		if err != nil {
 			return err
 		}
-		var ms []*meter
+		// Compute is settled no further than its machine's last heartbeat.
+		beats := map[int64]int64{}
+		rows, err := tx.query(ctx, `SELECT id, last_heartbeat FROM machines`)
+		if err != nil {
+			return err
+		}
 		for rows.Next() {
-			m, err := scanMeter(rows)
-			if err != nil {
+			var id, hb int64
+			if err := rows.Scan(&id, &hb); err != nil {
 				rows.Close()
 				return err
 			}
-			ms = append(ms, m)
+			beats[id] = hb
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
@@ -53,12 +59,16 @@ func (s *DB) SettleRows(ctx context.Context, now time.Time) (int, error) {
 		var moved []*meter
 		balances := map[string]suanli.Money{}
 		for _, m := range ms {
-			if m.billedByCloses(st) {
+			if m.billedByCloses(st, m.Through) {
 				if err := tx.catchUp(ctx, m); err != nil {
 					return err
 				}
 			}
 			m.CloseID = max(m.CloseID, st.CloseID)
+			at := end
+			if hb, ok := beats[m.MachineID]; ok && m.MachineID != 0 {
+				at = min(at, hb)
+			}
 			if at <= m.Since {
 				continue
 			}

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/suanli/suanli"
@@ -64,7 +65,12 @@ type spanRow struct {
 	Label      string
 	Project    string
 	Tags       string
-	MachineID  int64
+	MachineID  int64 // the instance's machine now (reports group by it)
+	// Bound is the machine whose heartbeats bounded how far the closes
+	// billed the span (compute; 0: none), and ts the closes' through times
+	// for it (Lo+1 … Hi).
+	Bound int64
+	ts    []int64
 }
 
 const spanInstanceCols = `COALESCE(i.label, ''), COALESCE(i.project, ''), COALESCE(i.tags, '{}'), COALESCE(i.machine_id, 0)`
@@ -87,7 +93,7 @@ func (tx *Tx) spans(ctx context.Context, col string, id int64, st billState) ([]
 		}
 	}
 	rows, err := tx.query(ctx, `SELECT m.id, m.instance_id, m.account_id, s.host_id, m.kind, s.rate, s.period_us, s.fee_bp,
-		s.since, s.remainder, s.close_lo, s.close_hi, s.amount, `+spanInstanceCols+`
+		s.since, s.remainder, s.close_lo, s.close_hi, s.amount, s.machine_id, `+spanInstanceCols+`
 		FROM meter_spans s JOIN meters m ON m.id = s.meter_id LEFT JOIN instances i ON i.id = m.instance_id
 		WHERE s.close_lo < ?`+swhere+` ORDER BY s.id`, append([]any{st.CloseID}, args...)...)
 	if err != nil {
@@ -98,7 +104,7 @@ func (tx *Tx) spans(ctx context.Context, col string, id int64, st billState) ([]
 		var sp spanRow
 		var rate, amount, lo, hi int64
 		if err := rows.Scan(&sp.MeterID, &sp.InstanceID, &sp.AccountID, &sp.HostID, &sp.Kind, &rate, &sp.PeriodUS, &sp.FeeBP,
-			&sp.Since, &sp.Remainder, &lo, &hi, &amount, &sp.Label, &sp.Project, &sp.Tags, &sp.MachineID); err != nil {
+			&sp.Since, &sp.Remainder, &lo, &hi, &amount, &sp.Bound, &sp.Label, &sp.Project, &sp.Tags, &sp.MachineID); err != nil {
 			return nil, err
 		}
 		sp.Rate, sp.Amount, sp.Lo, sp.Hi = suanli.Money(rate), suanli.Money(amount), int(lo), int(min(hi, st.CloseID))
@@ -130,21 +136,88 @@ func (tx *Tx) spans(ctx context.Context, col string, id int64, st billState) ([]
 			return nil, err
 		}
 		sp.Rate, sp.Lo = suanli.Money(rate), int(lo)
+		if sp.Kind == suanli.MeterCompute {
+			sp.Bound = sp.MachineID
+		}
 		out = append(out, sp)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows.Close()
+	return out, tx.spanThroughs(ctx, out, st)
+}
+
+// spanThroughs gives each span the through times of the closes that billed
+// it: the calendar's, or, where a close billed compute on the span's
+// machine short of its time, that (bill_caps).
+func (tx *Tx) spanThroughs(ctx context.Context, spans []spanRow, st billState) error {
+	_, throughs, err := tx.calendar(ctx, st)
+	if err != nil {
+		return err
+	}
+	type window struct{ lo, hi int }
+	bound := map[int64]window{}
+	for i := range spans {
+		sp := &spans[i]
+		sp.ts = throughs[sp.Lo:sp.Hi]
+		if sp.Bound != 0 {
+			w, ok := bound[sp.Bound]
+			if !ok {
+				w = window{sp.Lo, sp.Hi}
+			}
+			bound[sp.Bound] = window{min(w.lo, sp.Lo), max(w.hi, sp.Hi)}
+		}
+	}
+	caps := map[int64]map[int]int64{} // machine → calendar index → through
+	for machine, w := range bound {
+		rows, err := tx.query(ctx, `SELECT close_id, through_us FROM bill_caps WHERE machine_id = ? AND close_id > ? AND close_id <= ?`,
+			machine, w.lo, w.hi)
+		if err != nil {
+			return err
+		}
+		c := map[int]int64{}
+		for rows.Next() {
+			var id, t int64
+			if err := rows.Scan(&id, &t); err != nil {
+				rows.Close()
+				return err
+			}
+			c[int(id)-1] = t
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		caps[machine] = c
+	}
+	for i := range spans {
+		sp := &spans[i]
+		c := caps[sp.Bound]
+		if len(c) == 0 {
+			continue
+		}
+		ts := slices.Clone(sp.ts)
+		for k := range ts {
+			if t, ok := c[sp.Lo+k]; ok {
+				ts[k] = t
+			}
+		}
+		sp.ts = ts
+	}
+	return nil
 }
 
 // eachLine calls fn for every line that the closes with calendar index in
 // [a, b) charged the spans, with the close's calendar index.
-func eachLine(spans []spanRow, throughs []int64, a, b int, fn func(sp *spanRow, k int, l billing.Line)) {
+func eachLine(spans []spanRow, a, b int, fn func(sp *spanRow, k int, l billing.Line)) {
 	for i := range spans {
 		sp := &spans[i]
 		x, y := max(sp.Lo, a), min(sp.Hi, b)
 		if x >= y {
 			continue
 		}
-		for l := range sp.Lines(throughs[sp.Lo:sp.Hi], x-sp.Lo, y-sp.Lo) {
+		for l := range sp.Lines(sp.ts, x-sp.Lo, y-sp.Lo) {
 			fn(sp, sp.Lo+l.Close, l)
 		}
 	}
@@ -208,7 +281,7 @@ func (tx *Tx) auditCloses(ctx context.Context) ([]string, error) {
 	if err != nil || st.CloseID == 0 {
 		return nil, err
 	}
-	cal, throughs, err := tx.calendar(ctx, st)
+	cal, _, err := tx.calendar(ctx, st)
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +300,7 @@ func (tx *Tx) auditCloses(ctx context.Context) ([]string, error) {
 	for i := range spans {
 		sp := &spans[i]
 		var sum suanli.Money
-		eachLine(spans[i:i+1], throughs, 0, len(cal), func(sp *spanRow, k int, l billing.Line) {
+		eachLine(spans[i:i+1], 0, len(cal), func(sp *spanRow, k int, l billing.Line) {
 			t := &got[k]
 			t.lines++
 			t.legs += int64(billing.Legs(l.Amount, l.Fee))

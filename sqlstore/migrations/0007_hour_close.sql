@@ -28,20 +28,31 @@ CREATE TABLE bill_closes (
 -- then (a moved instance's meters change host and rate). amount is what
 -- those closes charged it.
 CREATE TABLE meter_spans (
-	id        INTEGER PRIMARY KEY,
-	meter_id  BIGINT NOT NULL REFERENCES meters(id),
-	host_id   BIGINT NOT NULL,
-	rate      BIGINT NOT NULL,
-	period_us BIGINT NOT NULL,
-	fee_bp    BIGINT NOT NULL,
-	since     BIGINT NOT NULL,
-	remainder BIGINT NOT NULL,
-	close_lo  BIGINT NOT NULL,
-	close_hi  BIGINT NOT NULL,
-	amount    BIGINT NOT NULL
+	id         INTEGER PRIMARY KEY,
+	meter_id   BIGINT NOT NULL REFERENCES meters(id),
+	machine_id BIGINT NOT NULL,
+	host_id    BIGINT NOT NULL,
+	rate       BIGINT NOT NULL,
+	period_us  BIGINT NOT NULL,
+	fee_bp     BIGINT NOT NULL,
+	since      BIGINT NOT NULL,
+	remainder  BIGINT NOT NULL,
+	close_lo   BIGINT NOT NULL,
+	close_hi   BIGINT NOT NULL,
+	amount     BIGINT NOT NULL
 );
 CREATE INDEX meter_spans_host ON meter_spans(host_id);
 CREATE INDEX meter_spans_meter ON meter_spans(meter_id);
+
+-- How far a close billed compute on a machine whose last heartbeat was
+-- before the close (a silent host is billed to its last heartbeat, never
+-- beyond). Absent: up to the close's time.
+CREATE TABLE bill_caps (
+	close_id   BIGINT NOT NULL,
+	machine_id BIGINT NOT NULL,
+	through_us BIGINT NOT NULL,
+	PRIMARY KEY (machine_id, close_id)
+);
 
 -- The latest close: every transaction that writes a meter reads it (shared),
 -- a close updates it (exclusive).
