@@ -339,6 +339,10 @@ func TestSearchExplain(t *testing.T) {
 
 func TestIndexPutDeleteGet(t *testing.T) {
 	x := market.NewIndex()
+	r, err := x.Search(suanli.OfferQuery{Query: "gpu_ram>=24", Order: "dph", Explain: true, Offset: 1 << 62}, market.Viewer{})
+	if err != nil || r.Total != 0 || len(r.Offers) != 0 || r.Explain.Summary != "the market has no offers" {
+		t.Errorf("Search on an empty index = %+v, %v; want nothing, explained", r, err)
+	}
 	o := mkOffer(1, nil)
 	x.Put(o)
 	o.GPUName = "mutated after Put"
