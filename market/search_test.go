@@ -360,7 +360,7 @@ func TestIndexPutDeleteGet(t *testing.T) {
 	if _, ok := x.Get(1); ok || x.Len() != 1 {
 		t.Errorf("after Delete(1): found %v, len %d; want false, 1", ok, x.Len())
 	}
-	_, err := x.Search(suanli.OfferQuery{Query: "gpu_ram>>1"}, market.Viewer{})
+	_, err = x.Search(suanli.OfferQuery{Query: "gpu_ram>>1"}, market.Viewer{})
 	var e *suanli.Error
 	if !errors.As(err, &e) || e.Field != "gpu_ram" {
 		t.Errorf("Search(gpu_ram>>1) error %v, want EINVALID on gpu_ram", err)
