@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -270,4 +271,64 @@ func TestIndexDefaultThresholds(t *testing.T) {
 	x := market.NewIndex()
 	x.Replace(all)
 	checkSame(t, r, x, offers, 120, "replace")
+}
+
+// TestIndexConcurrent runs searches while a writer changes the index; run it
+// with -race. Each search must be internally consistent: its offers match
+// its query.
+func TestIndexConcurrent(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	var all []*suanli.Offer
+	for id := int64(1); id <= 3000; id++ {
+		all = append(all, randOffer(r, id))
+	}
+	x := market.NewIndex()
+	x.Replace(all)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w := rand.New(rand.NewPCG(7, 8))
+		for i := range 3000 {
+			switch i % 4 {
+			case 0:
+				x.Put(randOffer(w, int64(1+w.IntN(4000))))
+			case 1:
+				x.Delete(int64(1 + w.IntN(4000)))
+			case 2:
+				x.Apply([]*suanli.Offer{randOffer(w, int64(1+w.IntN(4000)))}, []int64{int64(1 + w.IntN(4000))})
+			default:
+				if i%1000 == 3 {
+					x.Replace(all)
+				}
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for g := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			q := suanli.OfferQuery{Query: "num_gpus>=2 dph<2 verified=true", Order: "dph", Limit: 20}
+			if g == 1 {
+				q = suanli.OfferQuery{Query: "gpu_name in [RTX_4090,L40S]", Limit: 5}
+			}
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				res, err := x.Search(q, market.Viewer{})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if got, err := market.Scan(res.Offers, q, market.Viewer{}); err != nil || got.Total != len(res.Offers) {
+					t.Errorf("Search(%q) returned offers that do not match it", q.Query)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -85,7 +85,10 @@ type OrderKey struct {
 // default filter. In unquoted values "_" is a space (gpu_name=RTX_4090);
 // "quoted" or 'quoted' values are taken as written. Money fields take
 // dollars (dph<1.5, $0.30) and compare exactly; GB fields accept a GB suffix;
-// compute_cap accepts 8.9 for 890; end_date takes a date.
+// compute_cap accepts 8.9 for 890; end_date takes a date (an open-ended
+// listing is later than any). Text compares ignoring case, and < > compare
+// the digits in it as numbers (driver_version>=535.104). Several conditions
+// on one field all apply (dph>0.5 dph<1).
 //
 // Errors are *suanli.Error with Code EINVALID and Field set to the field (or
 // the text) at fault; the message gives the 1-based position, and for an

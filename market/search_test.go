@@ -339,6 +339,10 @@ func TestSearchExplain(t *testing.T) {
 
 func TestIndexPutDeleteGet(t *testing.T) {
 	x := market.NewIndex()
+	r, err := x.Search(suanli.OfferQuery{Query: "gpu_ram>=24", Order: "dph", Explain: true, Offset: 1 << 62}, market.Viewer{})
+	if err != nil || r.Total != 0 || len(r.Offers) != 0 || r.Explain.Summary != "the market has no offers" {
+		t.Errorf("Search on an empty index = %+v, %v; want nothing, explained", r, err)
+	}
 	o := mkOffer(1, nil)
 	x.Put(o)
 	o.GPUName = "mutated after Put"
@@ -356,7 +360,7 @@ func TestIndexPutDeleteGet(t *testing.T) {
 	if _, ok := x.Get(1); ok || x.Len() != 1 {
 		t.Errorf("after Delete(1): found %v, len %d; want false, 1", ok, x.Len())
 	}
-	_, err := x.Search(suanli.OfferQuery{Query: "gpu_ram>>1"}, market.Viewer{})
+	_, err = x.Search(suanli.OfferQuery{Query: "gpu_ram>>1"}, market.Viewer{})
 	var e *suanli.Error
 	if !errors.As(err, &e) || e.Field != "gpu_ram" {
 		t.Errorf("Search(gpu_ram>>1) error %v, want EINVALID on gpu_ram", err)

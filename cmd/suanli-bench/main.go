@@ -27,6 +27,8 @@ benchmarks:
                a batched row-per-charge SQLite settlement (see suanli-bench bill -h)
   search       offer search: the in-memory market index against SQLite and a naive
                scan-and-sort, under a concurrent writer (see suanli-bench search -h)
+  http-search  POST /v1/offers/search through the real API server over loopback:
+               requests/s and p99 with concurrent clients (answers checked first)
   place        placement and preemption at 100k hosts: sched.Cluster with a
                group-committed decision log against one SQLite transaction per
                placement (see suanli-bench place -h)
@@ -50,6 +52,8 @@ func main() {
 		err = runSearch(ctx, os.Args[2:])
 	case "place":
 		err = runPlace(os.Args[2:])
+	case "http-search":
+		err = runHTTPSearch(ctx, os.Args[2:])
 	case "reliability":
 		err = runReliability(ctx, os.Args[2:])
 	case "-h", "-help", "--help", "help":

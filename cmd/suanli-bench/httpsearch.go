@@ -1,0 +1,143 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/control"
+	shttp "github.com/suanli/suanli/http"
+	"github.com/suanli/suanli/market"
+	"github.com/suanli/suanli/sqlstore"
+)
+
+// runHTTPSearch measures POST /v1/offers/search through the real API server
+// (authentication, JSON both ways, the offer index) over loopback, with
+// concurrent keep-alive clients. Before timing, a sample of the queries is
+// checked to return the same offers over HTTP as the index does directly.
+func runHTTPSearch(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("http-search", flag.ContinueOnError)
+	n := fs.Int("offers", 200_000, "offers in the index")
+	seed := fs.Uint64("seed", 1, "generator seed")
+	clients := fs.Int("clients", 8, "concurrent HTTP clients")
+	dur := fs.Duration("duration", 10*time.Second, "how long to send requests")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "suanli-bench-http")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	db, err := sqlstore.Open(ctx, filepath.Join(dir, "s.db"))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	svc, err := control.New(ctx, db, control.Config{}, logger)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "generating %d offers (seed %d)…\n", *n, *seed)
+	offers := generate(*n, *seed)
+	svc.Index.Replace(offers)
+	_, key, err := svc.CreateAccountWithKey(ctx, "bench", suanli.RoleUser, 0)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: shttp.NewServer(svc, logger)}
+	go srv.Serve(ln)
+	defer srv.Close()
+	url := "http://" + ln.Addr().String() + "/v1/offers/search"
+	qs := makeQueries(20, *n, *seed)
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *clients * 2}, Timeout: 30 * time.Second}
+	post := func(q suanli.OfferQuery) (*suanli.OfferResult, error) {
+		body, _ := json.Marshal(q)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := hc.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != 200 {
+			b, _ := io.ReadAll(resp.Body)
+			return nil, fmt.Errorf("status %d: %s", resp.StatusCode, b)
+		}
+		var r suanli.OfferResult
+		return &r, json.NewDecoder(resp.Body).Decode(&r)
+	}
+	// Same answers over HTTP as from the index.
+	for _, bq := range qs {
+		got, err := post(bq.q)
+		if err != nil {
+			return fmt.Errorf("query %q: %w", bq.q.Query, err)
+		}
+		want, err := svc.Index.Search(bq.q, market.Viewer{})
+		if err != nil {
+			return err
+		}
+		if got.Total != want.Total || !slices.EqualFunc(got.Offers, want.Offers, func(a, b *suanli.Offer) bool { return a.ID == b.ID }) {
+			return fmt.Errorf("query %q: HTTP and index disagree (%d vs %d matches)", bq.q.Query, got.Total, want.Total)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "verified %d queries; %d clients for %s…\n", len(qs), *clients, *dur)
+	var mu sync.Mutex
+	var lat []time.Duration
+	var errs atomic.Int64
+	deadline := time.Now().Add(*dur)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for c := 0; c < *clients; c++ {
+		wg.Add(1)
+		go func(c int) {
+			defer wg.Done()
+			var mine []time.Duration
+			for i := c; time.Now().Before(deadline); i++ {
+				t0 := time.Now()
+				if _, err := post(qs[i%len(qs)].q); err != nil {
+					errs.Add(1)
+					continue
+				}
+				mine = append(mine, time.Since(t0))
+			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			mu.Unlock()
+		}(c)
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	if len(lat) == 0 {
+		return fmt.Errorf("no request succeeded (%d errors)", errs.Load())
+	}
+	pct := func(p float64) time.Duration { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
+	rps := float64(len(lat)) / elapsed.Seconds()
+	fmt.Printf("offers %d, clients %d, requests %d, errors %d\n", *n, *clients, len(lat), errs.Load())
+	fmt.Printf("latency p50 %.2f ms, p99 %.2f ms, max %.2f ms\n", ms(pct(0.50)), ms(pct(0.99)), ms(lat[len(lat)-1]))
+	fmt.Printf("http search: %.0f req/s, p99 %.2f ms\n", rps, ms(pct(0.99)))
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
