@@ -11,16 +11,19 @@
 // at a time T is integer arithmetic over that slice — suanli.Accrue per
 // meter, split into the provider's earnings and the platform fee — and its
 // result is aggregated per ledger account: one posting per renter balance,
-// one per provider's earnings, one for the platform fee. Nothing in the Book
-// changes until Apply, so a close whose store transaction fails leaves the
-// Book as it was.
+// one per provider's earnings, one for the platform fee. Compute meters are
+// settled no further than their machine's last heartbeat (a silent host is
+// billed to its last heartbeat, never beyond), and a machine's bound never
+// goes back from one close to the next. Nothing in the Book changes until
+// Apply, so a close whose store transaction fails leaves the Book as it was.
 //
 // # The sub-ledger
 //
 // A close does not write one row per charge. Each per-instance charge line
 // is a pure function of the meter's span — its rate, period, fee and the
 // (since, remainder) it had when its row was last written — and the close
-// calendar (the closes' through times): the line of close k is
+// calendar (the closes' through times, or their bounds on the span's
+// machine): the line of close k is
 // Accrue(since → T_k) − Accrue(since → T_k−1), which is exactly what a
 // row-per-posting settlement at each T_k would have written, because
 // Accrue's remainder makes consecutive accruals sum to one. Span.Lines
