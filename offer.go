@@ -79,6 +79,9 @@ type OfferQuery struct {
 	Offset    int     `json:"offset,omitempty"`
 	StorageGB float64 `json:"storage_gb,omitempty"`
 	Explain   bool    `json:"explain,omitempty"`
+	// From is the renter's location (a country code, a place, or "lat,lon"):
+	// offers then carry latency_ms estimated from it, to filter and sort by.
+	From string `json:"from,omitempty"`
 }
 
 // DefaultStorageGB is the disk size searches price into dph_total when the

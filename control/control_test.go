@@ -537,3 +537,31 @@ func TestRecoverElsewhere(t *testing.T) {
 		t.Errorf("on B: %s burning %s", got.Status, got.BurnRate)
 	}
 }
+
+// TestSearchFromLocation: with the renter's location, offers carry an
+// estimated latency that filters and orders like any field.
+func TestSearchFromLocation(t *testing.T) {
+	f := newFixture(t, suanli.Dollars(100), control.Config{})
+	us, _ := f.addMachine(t, 1_000_000)
+	de, us2 := "DE", "US"
+	if _, err := f.svc.ListMachine(f.host, f.machine, suanli.ListingUpdate{Country: &de}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.ListMachine(f.host, us, suanli.ListingUpdate{Country: &us2}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.svc.SearchOffers(f.renter, suanli.OfferQuery{Query: "latency_ms<40", From: "FR"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Offers) != 1 || res.Offers[0].ID != f.machine || res.Offers[0].LatencyMS <= 0 {
+		t.Fatalf("near FR: %+v", res.Offers)
+	}
+	res, err = f.svc.SearchOffers(f.renter, suanli.OfferQuery{Order: "latency_ms-", From: "48.85,2.35"})
+	if err != nil || len(res.Offers) != 2 || res.Offers[0].ID != us {
+		t.Fatalf("ordered by latency, farthest first: %+v %v", res.Offers, err)
+	}
+	if _, err := f.svc.SearchOffers(f.renter, suanli.OfferQuery{From: "Atlantis"}); suanli.ErrorCode(err) != suanli.EINVALID {
+		t.Errorf("unknown location: %v", err)
+	}
+}

@@ -156,7 +156,20 @@ func (s *Service) SearchOffers(ctx context.Context, q suanli.OfferQuery) (*suanl
 	if err != nil {
 		return nil, err
 	}
-	return s.Index.Search(q, s.viewer(p))
+	if q.From == "" {
+		return s.Index.Search(q, s.viewer(p))
+	}
+	// latency_ms depends on the renter's location: annotate copies of the
+	// offers and scan them (the index's columns cannot hold it).
+	loc, err := advisor.ParseLocation(q.From)
+	if err != nil {
+		return nil, suanli.FieldErrorf("from", "%v: give a country code (DE), a place, or \"lat,lon\"", err)
+	}
+	offers := s.Index.All()
+	for _, o := range offers {
+		advisor.Annotate(o, loc)
+	}
+	return market.Scan(offers, q, s.viewer(p))
 }
 
 // FindOfferByID returns one listed offer. ENOTFOUND.

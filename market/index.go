@@ -2,6 +2,7 @@ package market
 
 import (
 	"cmp"
+	"math/bits"
 	"slices"
 	"strings"
 	"sync"
@@ -380,6 +381,24 @@ func (st *state) offers(slots []uint32, s *search) []*suanli.Offer {
 		o.FlopsPerDPH = perDollar(o.TotalFlops, o.DPHTotal)
 		o.Rentable = s.viewer.rentable(o)
 		out[j] = o
+	}
+	return out
+}
+
+// All returns copies of every offer in the index, as Get returns them. It
+// is for searches the index cannot answer from its columns (a latency that
+// depends on the renter's location), which then Scan the copies.
+func (x *Index) All() []*suanli.Offer {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	s := &search{storage: defaultStorage, viewer: Viewer{AllowSimulated: true}}
+	out := make([]*suanli.Offer, 0, x.st.n)
+	for w, word := range x.st.live {
+		for word != 0 {
+			b := uint32(bits.TrailingZeros64(word))
+			word &= word - 1
+			out = append(out, x.st.offer(uint32(w)*64+b, s))
+		}
 	}
 	return out
 }

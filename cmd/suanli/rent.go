@@ -96,6 +96,7 @@ Order with -o 'dph,reliability-' (a trailing - sorts descending).`,
 	f.IntVar(&q.Offset, "offset", 0, "skip this many offers")
 	f.Float64Var(&q.StorageGB, "storage", suanli.DefaultStorageGB, "disk GB priced into dph_total")
 	f.BoolVar(&q.Explain, "explain", false, "say which conditions removed how many offers")
+	f.StringVar(&q.From, "from", os.Getenv("SUANLI_FROM"), `your location (country code, place, or "lat,lon"): offers get latency_ms to filter and sort by`)
 	f.BoolVar(&jsonOut, "json", false, "print JSON")
 	return cmd
 }
