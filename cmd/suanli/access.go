@@ -288,6 +288,7 @@ SUANLI_TEAM), within what their role allows:
 			return t.Flush()
 		}}
 	ls.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
+	var membersJSON, invitationsJSON bool
 	members := &cobra.Command{Use: "members TEAM", Short: "A team's members and roles", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c := a.client()
@@ -298,6 +299,9 @@ SUANLI_TEAM), within what their role allows:
 			ms, err := c.FindTeamMembers(cmd.Context(), id)
 			if err != nil {
 				return err
+			}
+			if membersJSON {
+				return a.printJSON(cmd, ms)
 			}
 			t := table(cmd.OutOrStdout())
 			fmt.Fprintln(t, "ACCOUNT\tNAME\tROLE\tSINCE")
@@ -385,6 +389,9 @@ SUANLI_TEAM), within what their role allows:
 			if err != nil {
 				return err
 			}
+			if invitationsJSON {
+				return a.printJSON(cmd, is)
+			}
 			t := table(cmd.OutOrStdout())
 			fmt.Fprintln(t, "ID\tROLE\tFOR\tEXPIRES\tSTATE")
 			for _, i := range is {
@@ -418,6 +425,8 @@ SUANLI_TEAM), within what their role allows:
 			fmt.Fprintf(cmd.OutOrStdout(), "invitation %d revoked\n", inv)
 			return nil
 		}}
+	members.Flags().BoolVar(&membersJSON, "json", false, "print JSON")
+	invitations.Flags().BoolVar(&invitationsJSON, "json", false, "print JSON")
 	cmd.AddCommand(create, ls, members, invite, accept, setRole, remove, invitations, uninvite)
 	return cmd
 }
