@@ -56,6 +56,23 @@ type Listing struct {
 	ReserveCancelFeeBP   int64             `json:"reserve_cancel_fee_bp,omitempty"`
 }
 
+// MachineBeat is one machine's last heartbeat, as the control plane's
+// heartbeat table (package heartbeat) writes it to the store in batches.
+type MachineBeat struct {
+	MachineID int64
+	At        time.Time
+}
+
+// MachineLease is what the lease checker and the heartbeat table read of
+// every machine: one narrow row each, no joins.
+type MachineLease struct {
+	ID             int64
+	OwnerID        int64
+	Status         string
+	LastHeartbeat  time.Time
+	DesiredVersion int64
+}
+
 // Machine is a provider's host as the control plane knows it.
 type Machine struct {
 	ID            int64     `json:"id"`

@@ -76,6 +76,29 @@ type SyncResponse struct {
 	// missing ones and wipes and removes the others.
 	Volumes   []VolumeSpec `json:"volumes,omitempty"`
 	SSHCAKeys []string     `json:"ssh_ca_keys,omitempty"` // the SSH CA's public keys: the only user authorities the agent's SSH endpoint trusts
+	// Heartbeat, when set, is the light heartbeat channel (package
+	// heartbeat): between full syncs the agent sends a signed UDP datagram
+	// per interval there instead of a sync. Nil: the control plane has none
+	// open; the agent long-polls as before.
+	Heartbeat *HeartbeatChannel `json:"heartbeat,omitempty"`
+}
+
+// HeartbeatChannel is where and how an agent sends light heartbeats.
+type HeartbeatChannel struct {
+	// Addr is the UDP address: HOST:PORT, or :PORT on the host of the
+	// server URL the agent syncs with.
+	Addr string `json:"addr"`
+	// Keys sign the datagrams: the machine's key for the current epoch and
+	// the next one's, so that the agent rolls over without a sync.
+	Keys []HeartbeatKey `json:"keys"`
+}
+
+// HeartbeatKey is one of a machine's heartbeat keys. It is a secret, like
+// the agent's API key.
+type HeartbeatKey struct {
+	Epoch uint32    `json:"epoch"`
+	From  time.Time `json:"from"` // when it becomes current, on the control plane's clock
+	Key   []byte    `json:"key"`  // 32 bytes
 }
 
 // Agent task kinds.
