@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/heartbeat"
 )
 
 // Limits on the log bytes one sync carries: at most MaxLogChunk per
@@ -26,7 +27,12 @@ const (
 	DefaultLogFlush          = time.Second            // Config.LogFlush
 	DefaultHeartbeatInterval = 10 * time.Second       // Config.HeartbeatInterval (DESIGN §4)
 	DefaultMaxBackoff        = 30 * time.Second       // Config.MaxBackoff
+	DefaultFullSyncEvery     = time.Minute            // Config.FullSyncEvery
 )
+
+// beatRetry is how long the agent long-polls before it tries the light
+// channel again, once beats went unanswered twice in a row (UDP blocked).
+const beatRetry = 5 * time.Minute
 
 // gpuSampleEvery is the shortest interval between two GPU samples.
 const gpuSampleEvery = 5 * time.Second
@@ -107,6 +113,31 @@ type Config struct {
 	// sync reply (none when the control plane has SSH off): the only keys the
 	// SSH endpoint may trust.
 	SSHAuthorities func(keys []string)
+	// DialBeats, when set, opens the light heartbeat channel that a sync
+	// response advertises (suanli.HeartbeatChannel.Addr, as given: the
+	// caller resolves ":PORT" against the server's host). Between full
+	// syncs the agent then sends one signed UDP datagram per heartbeat
+	// interval instead of a long poll (see Run). Nil: the agent long-polls
+	// only.
+	DialBeats func(addr string) (Beater, error)
+	// FullSyncEvery is the longest the agent goes on light heartbeats
+	// without a full sync while it holds instances (their telemetry,
+	// traffic counters and fresh instance tokens ride on syncs); ten times
+	// that while it holds none. DefaultFullSyncEvery when 0.
+	FullSyncEvery time.Duration
+}
+
+// Beater is the agent's end of the light heartbeat channel
+// (heartbeat.Client implements it).
+type Beater interface {
+	// SetKeys replaces the keys beats are signed with.
+	SetKeys(keys []suanli.HeartbeatKey)
+	// Send sends one beat: seq strictly increasing, the desired-state
+	// version the agent has, now on the control plane's clock.
+	Send(seq, version int64, now time.Time) error
+	// Replies delivers the control plane's verified answers and pokes.
+	Replies() <-chan heartbeat.Message
+	Close() error
 }
 
 // Agent keeps one machine in sync with the control plane. Create it with
@@ -143,6 +174,16 @@ type Agent struct {
 	ackedLog     map[int64]int64     // log offsets the server holds
 	gpuSamples   []GPUSample
 	gpuAt        time.Time
+
+	// The light heartbeat channel (beat.go).
+	channel   *suanli.HeartbeatChannel // as the last sync advertised it
+	beater    Beater                   // open on channel.Addr; nil when none
+	beaterTo  string
+	beatSeq   int64
+	beatMiss  int       // beats in a row that went unanswered
+	beatsDown time.Time // long-poll until then: beats went unanswered
+	lastFull  time.Time // when the last answered sync was sent
+	noWait    bool      // the next sync must not wait: the state is wanted now
 }
 
 // New checks cfg and returns an Agent. It does not contact anything.
@@ -172,6 +213,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if cfg.MaxBackoff <= 0 {
 		cfg.MaxBackoff = DefaultMaxBackoff
+	}
+	if cfg.FullSyncEvery <= 0 {
+		cfg.FullSyncEvery = DefaultFullSyncEvery
 	}
 	return &Agent{
 		cfg:          cfg,
@@ -204,8 +248,19 @@ func New(cfg Config) (*Agent, error) {
 // the heartbeat interval plus 30s is abandoned. A failed sync is retried
 // after a jittered, doubling backoff; the instances are left as they are,
 // until FenceAfter passes without a successful sync.
+//
+// When the control plane advertises a light heartbeat channel and
+// Config.DialBeats is set, the agent does not long-poll while it has no
+// news: it sends a signed UDP beat per heartbeat interval (package
+// heartbeat) and does a full sync, without waiting, when the answer says
+// the desired state changed (or the control plane pokes it), when it has
+// news, when FullSyncEvery has passed, or when a beat goes unanswered (the
+// sync is the heartbeat then). An answered beat counts as a successful
+// sync for fencing. Two unanswered beats in a row (UDP blocked) put it back
+// on the long poll for five minutes.
 func (a *Agent) Run(ctx context.Context) error {
 	defer a.wg.Wait()
+	defer a.closeBeater()
 	a.seed(ctx)
 	a.lastSuccess = a.now()
 	a.log.Info("agent started", "machine_id", a.cfg.MachineID, "runtime", a.rt.Name())
@@ -236,6 +291,10 @@ func (a *Agent) Run(ctx context.Context) error {
 				failures = 0
 			}
 			a.handle(ctx, req, resp, start)
+			if a.beatable(ctx) {
+				a.beat(ctx)
+				continue
+			}
 			// A server that answers a waiting sync at once with nothing new
 			// (one that does not long-poll) is polled once per heartbeat.
 			if req.Wait && resp.Version == req.KnownVersion {
@@ -410,7 +469,8 @@ func (a *Agent) buildRequest(ctx context.Context) *suanli.SyncRequest {
 	a.mu.Lock()
 	req.Logs = append(req.Logs, a.finalLogs...)
 	a.mu.Unlock()
-	req.Wait = a.synced && len(req.Logs) == 0 && !a.reportsChanged(reports) && !a.unsentResults()
+	req.Wait = a.synced && len(req.Logs) == 0 && !a.reportsChanged(reports) && !a.unsentResults() && !a.noWait
+	a.noWait = false
 	a.lastReqAt = a.now()
 	return req
 }
@@ -440,7 +500,8 @@ func (a *Agent) onServerClock(reports []suanli.InstanceReport) []suanli.Instance
 // arrived, and a long poll holds the answer for up to a heartbeat after that.
 func (a *Agent) handle(ctx context.Context, req *suanli.SyncRequest, resp *suanli.SyncResponse, sent time.Time) {
 	a.synced = true
-	a.lastSuccess = sent
+	a.lastSuccess, a.lastFull = sent, sent
+	a.channel = resp.Heartbeat
 	if a.fenced {
 		a.fenced = false
 		a.log.Info("control plane reachable again, fence lifted")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/heartbeat"
 )
 
 // testServer is an in-test control plane: it holds desired state, answers
@@ -29,6 +30,11 @@ type testServer struct {
 	reports  map[int64]suanli.InstanceReport // latest report per instance
 	logs     map[int64][]byte
 	reportAt map[string]time.Time // first time a "id/status" report arrived
+
+	// beats, when set, is a light heartbeat channel's table the server
+	// advertises (at beatAddr) and keeps told of the desired version.
+	beats    *heartbeat.Table
+	beatAddr string
 }
 
 func newTestServer(t testing.TB, heartbeat time.Duration) *testServer {
@@ -46,6 +52,9 @@ func (s *testServer) set(specs ...suanli.InstanceSpec) {
 	s.version++
 	close(s.changed)
 	s.changed = make(chan struct{})
+	if s.beats != nil {
+		s.beats.Wake(42)
+	}
 }
 
 func (s *testServer) setDown(err error) {
@@ -105,6 +114,10 @@ func (s *testServer) Sync(ctx context.Context, req *suanli.SyncRequest) (*suanli
 	}
 	for _, spec := range s.specs {
 		resp.LogOffsets[spec.ID] = int64(len(s.logs[spec.ID]))
+	}
+	if s.beats != nil {
+		resp.Heartbeat = s.beats.Keys().Channel(req.MachineID, s.beatAddr, time.Now())
+		s.beats.Synced(req.MachineID, s.version, s.beats.Wakes(req.MachineID))
 	}
 	return resp, nil
 }

@@ -52,6 +52,7 @@ func (s *Service) Sync(ctx context.Context, r *suanli.SyncRequest) (*suanli.Sync
 	if err != nil {
 		return nil, err
 	}
+	s.withBeats(m)
 	// Reports go in before the heartbeat: the settlement loop bills compute
 	// up to the last heartbeat, and a workload that ended during an outage
 	// (a fence) must have its billing ended first, where it ended.
@@ -63,9 +64,18 @@ func (s *Service) Sync(ctx context.Context, r *suanli.SyncRequest) (*suanli.Sync
 		}
 		changed = changed || c
 	}
-	if err := s.Store.RecordHeartbeat(ctx, m.ID, sqlstore.Heartbeat{At: now, Status: suanli.MachineOnline,
-		AgentVersion: r.AgentVersion, Runtime: r.Runtime, Hardware: r.Hardware}); err != nil {
-		return nil, err
+	// A sync that changes something writes its heartbeat now; one that
+	// changes nothing is a beat, recorded in memory and written with the
+	// next batch (RunHeartbeats).
+	if changed || r.AgentVersion != m.AgentVersion || r.Runtime != m.Runtime {
+		if err := s.Store.RecordHeartbeat(ctx, m.ID, sqlstore.Heartbeat{At: now, Status: suanli.MachineOnline,
+			AgentVersion: r.AgentVersion, Runtime: r.Runtime, Hardware: r.Hardware}); err != nil {
+			return nil, err
+		}
+		s.Beats.Persisted(m.ID, now)
+		s.leases.online(m.ID, now)
+	} else {
+		s.Beats.Seen(m.ID, now)
 	}
 	if r.SSH != nil {
 		if err := s.Store.SetMachineSSH(ctx, m.ID, *r.SSH, now); err != nil {
@@ -270,7 +280,7 @@ func specDesired(in *suanli.Instance, m *suanli.Machine, draining map[int]bool, 
 	return suanli.DesiredRunning
 }
 
-func (s *Service) desired(ctx context.Context, machineID int64, r *suanli.SyncRequest) (*suanli.SyncResponse, error) {
+func (s *Service) desired(ctx context.Context, machineID int64, r *suanli.SyncRequest) (_ *suanli.SyncResponse, err error) {
 	if r.Wait {
 		wake := s.hub.wait(machineID)
 		v, err := s.Store.DesiredVersion(ctx, machineID)
@@ -287,10 +297,18 @@ func (s *Service) desired(ctx context.Context, machineID int64, r *suanli.SyncRe
 			t.Stop()
 		}
 	}
+	// The agent will have version v: its beats are acknowledged from now
+	// on, unless the desired state changes again (a wake) meanwhile.
+	wakes := s.Beats.Wakes(machineID)
 	v, err := s.Store.DesiredVersion(ctx, machineID)
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err == nil {
+			s.Beats.Synced(machineID, v, wakes)
+		}
+	}()
 	live := true
 	ins, _, err := s.Store.FindInstances(ctx, suanli.InstanceFilter{MachineID: &machineID, Live: &live, Limit: 100000}, s.now())
 	if err != nil {
@@ -302,7 +320,7 @@ func (s *Service) desired(ctx context.Context, machineID int64, r *suanli.SyncRe
 	}
 	resp := &suanli.SyncResponse{MachineID: machineID, Version: v, HeartbeatInterval: s.cfg.HeartbeatInterval,
 		LostAfter: s.cfg.LostAfter, ServerTime: s.now(), Instances: []suanli.InstanceSpec{}, Tasks: s.tasks.pending(machineID),
-		SSHCAKeys: s.sshCAKeys()}
+		SSHCAKeys: s.sshCAKeys(), Heartbeat: s.heartbeatChannel(machineID)}
 	vols, err := s.Store.FindVolumes(ctx, 0, machineID, false, s.now())
 	if err != nil {
 		return nil, err

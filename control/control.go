@@ -9,12 +9,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/suanli/suanli"
 	"github.com/suanli/suanli/audit"
 	"github.com/suanli/suanli/auth"
 	"github.com/suanli/suanli/auth/sshca"
+	"github.com/suanli/suanli/heartbeat"
 	"github.com/suanli/suanli/market"
 	"github.com/suanli/suanli/sqlstore"
 )
@@ -58,6 +60,19 @@ type Config struct {
 	// MarketSampleInterval is how often listed prices and fill are recorded
 	// in the price history; default 5m.
 	MarketSampleInterval time.Duration
+	// BeatFlushInterval is how often the heartbeat table writes the beats it
+	// heard to the store, in one batch (RunHeartbeats); default 1s. A crash
+	// loses at most this much of the hosts' last heartbeats, and the lease
+	// checker (perhaps on another replica) sees a beat this much later.
+	BeatFlushInterval time.Duration
+	// BeatRefreshInterval is how often the heartbeat table reads every
+	// machine's status and desired-state version from the store, to learn
+	// changes made through other replicas; default 30s.
+	BeatRefreshInterval time.Duration
+	// LeaseRescanInterval is how often the lease checker reads every machine
+	// (and writes reliability time); between, it reads only silent ones.
+	// Default 1m.
+	LeaseRescanInterval time.Duration
 }
 
 func (c *Config) setDefaults() {
@@ -85,6 +100,15 @@ func (c *Config) setDefaults() {
 	if c.MarketSampleInterval <= 0 {
 		c.MarketSampleInterval = 5 * time.Minute
 	}
+	if c.BeatFlushInterval <= 0 {
+		c.BeatFlushInterval = time.Second
+	}
+	if c.BeatRefreshInterval <= 0 {
+		c.BeatRefreshInterval = 30 * time.Second
+	}
+	if c.LeaseRescanInterval <= 0 {
+		c.LeaseRescanInterval = time.Minute
+	}
 }
 
 // Service implements the suanli service interfaces over one store. It is
@@ -110,6 +134,14 @@ type Service struct {
 	hub         hub
 	tasks       taskBoard
 	usage       usageTracker
+	// Beats is the in-memory heartbeat table (package heartbeat): syncs
+	// that change nothing and the light channel's beats land in it, and
+	// RunHeartbeats writes them to the store in batches. A heartbeat.Server
+	// serves it on UDP when SetHeartbeatAddr advertises one.
+	Beats    *heartbeat.Table
+	beatAddr atomic.Pointer[string]
+	flushMu  sync.Mutex // one flush at a time (RunHeartbeats, the lease check, the close)
+	leases   leaseView
 	// Client makes webhook deliveries; http.DefaultClient with a timeout by default.
 	Client *http.Client
 	// lowSince remembers since when an account's balance has been at or below zero.
@@ -146,6 +178,20 @@ func New(ctx context.Context, store *sqlstore.DB, cfg Config, logger *slog.Logge
 		return nil, err
 	}
 	s.tokenKey = auth.DeriveKey(master, "instance token")
+	keys, err := heartbeat.NewKeys(auth.DeriveKey(master, "heartbeat key"), 0)
+	if err != nil {
+		return nil, err
+	}
+	s.Beats = heartbeat.NewTable(keys)
+	s.Beats.Now = func() time.Time { return s.now() }
+	s.hub.onWake = s.Beats.Wake
+	// Every close bills compute up to each machine's last heartbeat: the
+	// ones this replica heard go to the store first.
+	store.SetBeforeClose(func(ctx context.Context) {
+		if _, err := s.FlushBeats(ctx); err != nil {
+			s.Logger.Error("flush heartbeats before the close", "err", err)
+		}
+	})
 	key := cfg.AuditKey
 	if key == nil {
 		_, key, _ = ed25519.GenerateKey(rand.Reader)
@@ -350,6 +396,9 @@ func (s *Service) CreateKey(ctx context.Context, accountID int64, name string, s
 type hub struct {
 	mu sync.Mutex
 	ch map[int64]chan struct{}
+	// onWake is also told of every wake: the heartbeat table, which asks
+	// an agent that only beats to sync (and pokes it).
+	onWake func(machineID int64)
 }
 
 // wait returns a channel closed at the machine's next wake.
@@ -370,9 +419,12 @@ func (h *hub) wait(machineID int64) <-chan struct{} {
 // wake releases everyone waiting on the machine.
 func (h *hub) wake(machineID int64) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if c, ok := h.ch[machineID]; ok {
 		close(c)
 		delete(h.ch, machineID)
+	}
+	h.mu.Unlock()
+	if h.onWake != nil {
+		h.onWake(machineID)
 	}
 }

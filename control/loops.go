@@ -110,66 +110,6 @@ func (s *Service) closeBooks(ctx context.Context, at time.Time) {
 		"amount", c.Amount.String(), "rebuilt", c.Rebuilt, "ms", time.Since(start).Milliseconds())
 }
 
-// CheckLeases moves machines that missed heartbeats to suspect, then to
-// offline, and marks their instances lost with billing ended at the last
-// heartbeat. After a control-plane restart nothing is declared lost within
-// the failover grace.
-func (s *Service) CheckLeases(ctx context.Context) error {
-	now := s.now()
-	ms, _, err := s.Store.FindMachines(ctx, suanli.MachineFilter{})
-	if err != nil {
-		return err
-	}
-	// Reliability: count the time since the last check as observed, and as
-	// online for machines that are online now.
-	if !s.lastObserve.IsZero() && now.After(s.lastObserve) {
-		online := map[int64]bool{}
-		for _, m := range ms {
-			online[m.ID] = m.Status == suanli.MachineOnline && now.Sub(m.LastHeartbeat) <= s.cfg.SuspectAfter
-		}
-		changed, err := s.Store.ObserveHosts(ctx, online, now.Sub(s.lastObserve))
-		if err != nil {
-			return err
-		}
-		for _, id := range changed {
-			if err := s.refreshOffer(ctx, id); err != nil {
-				return err
-			}
-		}
-	}
-	s.lastObserve = now
-	for _, m := range ms {
-		silent := now.Sub(m.LastHeartbeat)
-		next := m.Status
-		switch {
-		case silent > s.cfg.LostAfter && now.Sub(s.started) > s.cfg.FailoverGrace:
-			next = suanli.MachineOffline
-		case silent > s.cfg.SuspectAfter:
-			if m.Status == suanli.MachineOnline {
-				next = suanli.MachineSuspect
-			}
-		}
-		if next == m.Status {
-			continue
-		}
-		if err := s.Store.SetMachineStatus(ctx, m.ID, next); err != nil {
-			return err
-		}
-		s.Logger.Warn("machine lease", "machine_id", m.ID, "status", next, "silent_s", int(silent.Seconds()))
-		if next == suanli.MachineOffline {
-			s.RecordAudit(ctx, suanli.AuditEvent{AccountID: m.OwnerID, Action: "machine.lease_lost", Target: fmt.Sprintf("machine %d", m.ID),
-				Result: "ok", Detail: fmt.Sprintf("silent for %ds after its last heartbeat at %s", int(silent.Seconds()), m.LastHeartbeat.Format(time.RFC3339))})
-			if err := s.loseInstances(ctx, m); err != nil {
-				return err
-			}
-		}
-		if err := s.refreshOffer(ctx, m.ID); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 func (s *Service) loseInstances(ctx context.Context, m *suanli.Machine) error {
 	live := true
 	ins, _, err := s.Store.FindInstances(ctx, suanli.InstanceFilter{MachineID: &m.ID, Live: &live, Limit: 100000}, s.now())

@@ -18,6 +18,7 @@ func (s *Service) ownMachine(ctx context.Context, scope string, id int64) (*suan
 	if err != nil {
 		return nil, nil, err
 	}
+	s.withBeats(m)
 	if m.OwnerID != p.AccountID && p.Role != suanli.RoleOperator {
 		return nil, nil, suanli.Errorf(suanli.ENOTFOUND, "machine %d not found", id)
 	}
@@ -33,7 +34,9 @@ func (s *Service) FindMachines(ctx context.Context, f suanli.MachineFilter) ([]*
 	if p.Role != suanli.RoleOperator {
 		f.OwnerID = &p.AccountID
 	}
-	return s.Store.FindMachines(ctx, f)
+	ms, n, err := s.Store.FindMachines(ctx, f)
+	s.withBeats(ms...)
+	return ms, n, err
 }
 
 // FindMachineByID returns one of the caller's machines.

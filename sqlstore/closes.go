@@ -111,6 +111,9 @@ func (s *DB) Settle(ctx context.Context, now time.Time) (int, error) {
 // billed twice. Closes are serialised in the process and, through the
 // bill_state row, across processes sharing a database.
 func (s *DB) CloseBooks(ctx context.Context, now time.Time) (*BookClose, error) {
+	if fn := s.beforeClose.Load(); fn != nil {
+		(*fn)(ctx)
+	}
 	bc := &s.bill
 	bc.mu.Lock()
 	defer bc.mu.Unlock()
@@ -287,18 +290,9 @@ func (tx *Tx) heartbeats(ctx context.Context, machines []int64) ([]int64, error)
 	if len(machines) == 0 {
 		return out, nil
 	}
-	rows, err := tx.query(ctx, `SELECT id, last_heartbeat FROM machines`)
+	beat, err := tx.lastBeats(ctx)
 	if err != nil {
 		return nil, err
-	}
-	defer rows.Close()
-	beat := map[int64]int64{}
-	for rows.Next() {
-		var id, hb int64
-		if err := rows.Scan(&id, &hb); err != nil {
-			return nil, err
-		}
-		beat[id] = hb
 	}
 	for i, id := range machines {
 		hb, ok := beat[id]
@@ -307,7 +301,7 @@ func (tx *Tx) heartbeats(ctx context.Context, machines []int64) ([]int64, error)
 		}
 		out[i] = hb
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // WarmBook rebuilds the in-memory Book from the store now, so that the

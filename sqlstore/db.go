@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/suanli/suanli"
@@ -46,6 +47,19 @@ type DB struct {
 	dialect Dialect
 	path    string
 	bill    billCache // the hour close's book and the close calendar (closes.go)
+	// beforeClose runs before every close (SetBeforeClose).
+	beforeClose atomic.Pointer[func(context.Context)]
+}
+
+// SetBeforeClose sets a function every hour close (CloseBooks, Settle)
+// calls first: the control plane writes the heartbeats it holds in memory,
+// so that compute is billed up to the last heartbeat heard. Nil removes it.
+func (s *DB) SetBeforeClose(fn func(context.Context)) {
+	if fn == nil {
+		s.beforeClose.Store(nil)
+		return
+	}
+	s.beforeClose.Store(&fn)
 }
 
 // Open opens (creating when needed) the database at dsn and applies the

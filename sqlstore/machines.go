@@ -24,7 +24,10 @@ func (tx *Tx) createMachine(ctx context.Context, m *suanli.Machine) error {
 		m.OwnerID, string(hw), m.Simulated, m.Status, us(m.LastHeartbeat), m.AgentVersion, m.Runtime, m.Country, m.Region,
 		m.Geolocation, m.Datacenter, m.Verified, m.InetUpMbps, m.InetDownMbps, m.Reliability, string(listing), us(m.CreatedAt))
 	m.ID = id
-	return err
+	if err != nil {
+		return err
+	}
+	return tx.upsertBeat(ctx, id, us(m.LastHeartbeat))
 }
 
 type scanner interface{ Scan(...any) error }
@@ -96,6 +99,9 @@ func (s *DB) FindMachines(ctx context.Context, f suanli.MachineFilter) ([]*suanl
 		}
 		total = len(all)
 		out = page(all, f.Offset, f.Limit)
+		if err := tx.overlayBeats(ctx, out); err != nil {
+			return err
+		}
 		for _, m := range out {
 			if m.GPUsInUse, err = tx.gpusInUse(ctx, m.ID); err != nil {
 				return err
@@ -196,7 +202,8 @@ type Heartbeat struct {
 	Hardware     *suanli.Hardware // nil: unchanged
 }
 
-// RecordHeartbeat stores a machine's heartbeat (and hardware when sent).
+// RecordHeartbeat stores a machine's heartbeat (and hardware when sent) at
+// once; beats that change nothing go through RecordBeats in batches.
 func (s *DB) RecordHeartbeat(ctx context.Context, id int64, h Heartbeat) error {
 	return s.withTx(ctx, func(tx *Tx) error {
 		if h.Hardware != nil {
@@ -211,7 +218,10 @@ func (s *DB) RecordHeartbeat(ctx context.Context, id int64, h Heartbeat) error {
 		}
 		_, err := tx.exec(ctx, `UPDATE machines SET last_heartbeat = ?, status = ?, agent_version = ?, runtime = ? WHERE id = ?`,
 			us(h.At), h.Status, h.AgentVersion, h.Runtime, id)
-		return err
+		if err != nil {
+			return err
+		}
+		return tx.upsertBeat(ctx, id, us(h.At))
 	})
 }
 
@@ -266,11 +276,13 @@ func (s *DB) CountHostEvent(ctx context.Context, machineID int64, event string) 
 	return err
 }
 
-// ObserveHosts adds elapsed to every machine's observed time (and to its
-// online time when online says so), then recomputes reliability scores. It
-// returns the machines whose score crossed a half-percent step, so that
-// offers are refreshed without rewriting the index on every check.
-func (s *DB) ObserveHosts(ctx context.Context, online map[int64]bool, elapsed time.Duration) ([]int64, error) {
+// ObserveHosts adds elapsed to every machine's observed time and to its
+// online time, less the part of it offline says the machine was not online
+// (machines missing from offline were online throughout), then recomputes
+// reliability scores. It returns the machines whose score crossed a
+// half-percent step, so that offers are refreshed without rewriting the
+// index on every check.
+func (s *DB) ObserveHosts(ctx context.Context, offline map[int64]time.Duration, elapsed time.Duration) ([]int64, error) {
 	secs := int64(elapsed / time.Second)
 	if secs <= 0 {
 		return nil, nil
@@ -295,9 +307,7 @@ func (s *DB) ObserveHosts(ctx context.Context, online map[int64]bool, elapsed ti
 				return err
 			}
 			obs += secs
-			if online[r.id] {
-				on += secs
-			}
+			on += max(0, secs-int64(offline[r.id]/time.Second))
 			r.h.Observed, r.h.Online = time.Duration(obs)*time.Second, time.Duration(on)*time.Second
 			all = append(all, r)
 		}

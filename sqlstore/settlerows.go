@@ -37,21 +37,8 @@ func (s *DB) SettleRows(ctx context.Context, now time.Time) (int, error) {
 			return err
 		}
 		// Compute is settled no further than its machine's last heartbeat.
-		beats := map[int64]int64{}
-		rows, err := tx.query(ctx, `SELECT id, last_heartbeat FROM machines`)
+		beats, err := tx.lastBeats(ctx)
 		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var id, hb int64
-			if err := rows.Scan(&id, &hb); err != nil {
-				rows.Close()
-				return err
-			}
-			beats[id] = hb
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
 			return err
 		}
 		var txns []txn

@@ -1,0 +1,217 @@
+package control
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/suanli/suanli"
+)
+
+// leaseView is the lease checker's memory of every machine: its status as
+// last read or set, and the machine's last heartbeat at that moment. Only
+// a sync (a heartbeat) brings a machine back online, so the status holds
+// as long as the machine has not beaten since; the checker reads a machine
+// again only when it has, or when its status must change. Every
+// LeaseRescanInterval it reads them all again (machines joined meanwhile,
+// changes through other replicas) and writes the reliability time it
+// counted. Guarded by mu; CheckLeases holds it throughout.
+type leaseView struct {
+	mu      sync.Mutex
+	byID    map[int64]*leaseState
+	down    map[int64]bool // machines whose status is not online
+	scanned time.Time      // the last full read; zero: none yet
+	// Reliability time counted since the last ObserveHosts: in all, and
+	// for each machine the part it was not online.
+	observed time.Duration
+	offline  map[int64]time.Duration
+
+	omu    sync.Mutex          // guards synced: syncs do not wait for a lease check
+	synced map[int64]time.Time // machines a sync brought online, and when
+}
+
+type leaseState struct {
+	status string
+	beat   time.Time // the machine's last heartbeat when status was read or set
+}
+
+// set records a machine's status and last heartbeat.
+func (v *leaseView) setLocked(id int64, status string, beat time.Time) {
+	if v.byID == nil {
+		return // no view yet: the first check reads everything
+	}
+	v.byID[id] = &leaseState{status: status, beat: beat}
+	if status == suanli.MachineOnline {
+		delete(v.down, id)
+	} else {
+		v.down[id] = true
+	}
+}
+
+// online records that a sync brought machine id online at at; the next
+// lease check takes it in.
+func (v *leaseView) online(id int64, at time.Time) {
+	v.omu.Lock()
+	if v.synced == nil {
+		v.synced = map[int64]time.Time{}
+	}
+	v.synced[id] = at
+	v.omu.Unlock()
+}
+
+// takeSyncedLocked folds in the machines syncs brought online.
+func (v *leaseView) takeSyncedLocked() {
+	v.omu.Lock()
+	synced := v.synced
+	v.synced = nil
+	v.omu.Unlock()
+	for id, at := range synced {
+		if st := v.byID[id]; st != nil && at.After(st.beat) {
+			v.setLocked(id, suanli.MachineOnline, at)
+		}
+	}
+}
+
+// leaseStatus is the status a machine silent for silent should have: past
+// lost_after (and the failover grace after a start) offline; past
+// suspect_after, suspect when it was online; else unchanged (only a sync
+// brings it back online).
+func (s *Service) leaseStatus(status string, silent time.Duration, now time.Time) string {
+	switch {
+	case silent > s.cfg.LostAfter && now.Sub(s.started) > s.cfg.FailoverGrace:
+		return suanli.MachineOffline
+	case silent > s.cfg.SuspectAfter && status == suanli.MachineOnline:
+		return suanli.MachineSuspect
+	}
+	return status
+}
+
+// CheckLeases moves machines that missed heartbeats to suspect, then to
+// offline, and marks their instances lost with billing ended at the last
+// heartbeat. After a control-plane restart nothing is declared lost within
+// the failover grace.
+//
+// It reads the persisted heartbeats (this replica's are flushed first), so
+// it sees every replica's agents, each at most a flush interval late. At
+// scale it stays cheap: between full reads (LeaseRescanInterval) it asks
+// the store only for machines silent past suspect_after (one scan of the
+// narrow heartbeat table that returns only them) and reads a machine's row
+// only when its status must change or it beat since the view last read it.
+func (s *Service) CheckLeases(ctx context.Context) error {
+	now := s.now()
+	if _, err := s.FlushBeats(ctx); err != nil {
+		s.Logger.Error("flush heartbeats before the lease check", "err", err)
+	}
+	v := &s.leases
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.takeSyncedLocked()
+	var cands []suanli.MachineBeat
+	full := v.byID == nil || now.Sub(v.scanned) >= s.cfg.LeaseRescanInterval || now.Before(v.scanned)
+	if full {
+		ls, err := s.Store.MachineLeases(ctx)
+		if err != nil {
+			return err
+		}
+		v.byID, v.down = make(map[int64]*leaseState, len(ls)), map[int64]bool{}
+		for _, l := range ls {
+			v.setLocked(l.ID, l.Status, l.LastHeartbeat)
+			if now.Sub(l.LastHeartbeat) > s.cfg.SuspectAfter {
+				cands = append(cands, suanli.MachineBeat{MachineID: l.ID, At: l.LastHeartbeat})
+			}
+		}
+		v.scanned = now
+	} else {
+		var err error
+		if cands, err = s.Store.SilentMachines(ctx, now.Add(-s.cfg.SuspectAfter).UnixMicro()); err != nil {
+			return err
+		}
+	}
+	silent := make(map[int64]bool, len(cands))
+	for _, c := range cands {
+		beat := c.At
+		if t, ok := s.Beats.LastBeat(c.MachineID); ok && t.After(beat) {
+			beat = t // heard here, not yet flushed (a failed flush)
+		}
+		if now.Sub(beat) <= s.cfg.SuspectAfter {
+			continue
+		}
+		silent[c.MachineID] = true
+		if st := v.byID[c.MachineID]; st != nil && !beat.After(st.beat) && s.leaseStatus(st.status, now.Sub(beat), now) == st.status {
+			continue // nothing to do, and nothing changed since the view read it
+		}
+		if err := s.checkLease(ctx, c.MachineID, now); err != nil {
+			return err
+		}
+	}
+	// Reliability: the time since the last check counts as observed, and as
+	// online for machines that are online and not silent now. It is written
+	// at each full read.
+	if !s.lastObserve.IsZero() && now.After(s.lastObserve) {
+		d := now.Sub(s.lastObserve)
+		if v.offline == nil {
+			v.offline = map[int64]time.Duration{}
+		}
+		v.observed += d
+		for id := range v.down {
+			v.offline[id] += d
+		}
+		for id := range silent {
+			if !v.down[id] {
+				v.offline[id] += d
+			}
+		}
+	}
+	s.lastObserve = now
+	if full && v.observed > 0 {
+		changed, err := s.Store.ObserveHosts(ctx, v.offline, v.observed)
+		if err != nil {
+			return err
+		}
+		v.observed, v.offline = 0, nil
+		for _, id := range changed {
+			if err := s.refreshOffer(ctx, id); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkLease reads machine id and moves it to the status its silence
+// calls for, losing its instances when it goes offline.
+func (s *Service) checkLease(ctx context.Context, id int64, now time.Time) error {
+	v := &s.leases
+	m, err := s.Store.FindMachineByID(ctx, id)
+	if suanli.ErrorCode(err) == suanli.ENOTFOUND {
+		delete(v.byID, id)
+		delete(v.down, id)
+		return nil
+	} else if err != nil {
+		return err
+	}
+	s.withBeats(m)
+	silent := now.Sub(m.LastHeartbeat)
+	next := s.leaseStatus(m.Status, silent, now)
+	v.setLocked(m.ID, m.Status, m.LastHeartbeat)
+	if next == m.Status {
+		return nil
+	}
+	if err := s.Store.SetMachineStatus(ctx, m.ID, next); err != nil {
+		return err
+	}
+	v.setLocked(m.ID, next, m.LastHeartbeat)
+	// An agent that only beats over the light channel learns at its next
+	// beat (or at once, poked) that it must sync, which brings it back.
+	s.Beats.Wake(m.ID)
+	s.Logger.Warn("machine lease", "machine_id", m.ID, "status", next, "silent_s", int(silent.Seconds()))
+	if next == suanli.MachineOffline {
+		s.RecordAudit(ctx, suanli.AuditEvent{AccountID: m.OwnerID, Action: "machine.lease_lost", Target: fmt.Sprintf("machine %d", m.ID),
+			Result: "ok", Detail: fmt.Sprintf("silent for %ds after its last heartbeat at %s", int(silent.Seconds()), m.LastHeartbeat.Format(time.RFC3339))})
+		if err := s.loseInstances(ctx, m); err != nil {
+			return err
+		}
+	}
+	return s.refreshOffer(ctx, m.ID)
+}
