@@ -133,8 +133,9 @@ type Beater interface {
 	// SetKeys replaces the keys beats are signed with.
 	SetKeys(keys []suanli.HeartbeatKey)
 	// Send sends one beat: seq strictly increasing, the desired-state
-	// version the agent has, now on the control plane's clock.
-	Send(seq, version int64, now time.Time) error
+	// version the agent has, now on the control plane's clock, and whether
+	// it asks for an answer when nothing changed.
+	Send(seq, version int64, now time.Time, ack bool) error
 	// Replies delivers the control plane's verified answers and pokes.
 	Replies() <-chan heartbeat.Message
 	Close() error

@@ -47,12 +47,19 @@ func (a *Agent) fullSyncEvery() time.Duration {
 	return a.cfg.FullSyncEvery
 }
 
+// ackAfter: the agent asks for an answer on the first beat after a sync
+// and whenever its last answer is this old (sooner when its fence comes
+// near): a blocked channel is found within that, and the control plane
+// sends one datagram per agent per ackAfter, whatever the interval.
+const ackAfter = 10 * time.Second
+
 // beat sends a light heartbeat every interval, one interval after the last
 // contact, until a full sync is due: news, a changed desired state (an
 // answer's version, a sync request or a poke), FullSyncEvery, or a beat
-// unanswered when the next is due (then the sync stands in for it; a
-// second miss in a row sends the agent back to long polls for beatRetry).
-// Each answered beat moves lastSuccess, which fencing measures from.
+// that asked for an answer and had none when the next is due (then the
+// sync stands in for it; a second miss in a row sends the agent back to
+// long polls for beatRetry). Each answered beat moves lastSuccess, which
+// fencing measures from.
 func (a *Agent) beat(ctx context.Context) {
 	b := a.beater
 	for {
@@ -67,6 +74,7 @@ func (a *Agent) beat(ctx context.Context) {
 	fullDue := a.lastFull.Add(a.fullSyncEvery())
 	var pending int64 // seq of the beat awaiting its answer; 0 none
 	var pendingAt time.Time
+	var first int64 // seq of this round's first beat
 	timer := time.NewTimer(max(due.Sub(a.now()), 0))
 	defer timer.Stop()
 	tick := time.NewTicker(a.cfg.PollInterval)
@@ -91,19 +99,28 @@ func (a *Agent) beat(ctx context.Context) {
 				return
 			}
 			a.beatSeq = max(a.beatSeq+1, now.UnixMicro())
-			if err := b.Send(a.beatSeq, a.version, now.Add(a.clockOffset)); err != nil {
+			f, since := a.fenceAfter(), now.Sub(a.lastSuccess)
+			ack := first == 0 || since+a.heartbeat > ackAfter || (f > 0 && since+a.heartbeat >= f/3)
+			if err := b.Send(a.beatSeq, a.version, now.Add(a.clockOffset), ack); err != nil {
 				a.log.Debug("send heartbeat", "err", err)
 			}
-			pending, pendingAt = a.beatSeq, now
+			if first == 0 {
+				first = a.beatSeq
+			}
+			if ack {
+				pending, pendingAt = a.beatSeq, now
+			}
 			timer.Reset(a.heartbeat)
 		case m := <-b.Replies():
 			switch m.Kind {
 			case heartbeat.KindAck, heartbeat.KindSync:
-				if m.Seq != pending {
-					continue // an answer to an earlier beat, or forged
+				if first == 0 || m.Seq < first || m.Seq > a.beatSeq {
+					continue // an answer to a beat of an earlier round
 				}
-				pending, a.beatMiss = 0, 0
-				a.lastSuccess = pendingAt
+				if m.Seq == pending {
+					pending, a.beatMiss = 0, 0
+					a.lastSuccess = pendingAt
+				}
 				if m.Kind == heartbeat.KindSync || m.Version != a.version {
 					a.noWait = true
 					return

@@ -140,7 +140,8 @@ type Service struct {
 	// serves it on UDP when SetHeartbeatAddr advertises one.
 	Beats    *heartbeat.Table
 	beatAddr atomic.Pointer[string]
-	flushMu  sync.Mutex // one flush at a time (RunHeartbeats, the lease check, the close)
+	flushMu   sync.Mutex // one flush at a time (RunHeartbeats, the lease check, the close)
+	flushedAt time.Time  // when the last flush started; guarded by flushMu
 	leases   leaseView
 	// Client makes webhook deliveries; http.DefaultClient with a timeout by default.
 	Client *http.Client
@@ -167,7 +168,6 @@ func New(ctx context.Context, store *sqlstore.DB, cfg Config, logger *slog.Logge
 	cfg.setDefaults()
 	s := &Service{Store: store, Index: market.NewIndex(), Logger: logger, Now: time.Now, cfg: cfg,
 		Client: &http.Client{Timeout: 10 * time.Second}, lowSince: map[int64]time.Time{}}
-	s.started = s.Now()
 	master := cfg.SecretKey
 	if master == nil {
 		master = make([]byte, 32)
@@ -201,6 +201,9 @@ func New(ctx context.Context, store *sqlstore.DB, cfg Config, logger *slog.Logge
 	if err := s.rebuildIndex(ctx); err != nil {
 		return nil, err
 	}
+	// The lease grace runs from here: rebuilding the index takes a while
+	// with many machines, and no agent could reach us meanwhile.
+	s.started = s.Now()
 	return s, nil
 }
 

@@ -38,13 +38,11 @@ func (s *Service) heartbeatChannel(id int64) *suanli.HeartbeatChannel {
 
 // RunHeartbeats writes the heartbeat table to the store every
 // BeatFlushInterval and reads every machine's status and desired-state
-// version into it every BeatRefreshInterval (first at once, so that after a
-// restart agents keep beating without a sync), until ctx ends; then it
-// flushes once more. Unlike Run's loops, it runs on every replica.
+// version into it every BeatRefreshInterval, until ctx ends; then it
+// flushes once more. Unlike Run's loops, it runs on every replica. Call
+// RefreshBeats once before the light channel opens, so that after a restart
+// agents keep beating without a full sync each.
 func (s *Service) RunHeartbeats(ctx context.Context) {
-	if err := s.RefreshBeats(ctx); err != nil {
-		s.Logger.Error("refresh heartbeat table", "err", err)
-	}
 	flush := time.NewTicker(s.cfg.BeatFlushInterval)
 	defer flush.Stop()
 	refresh := time.NewTicker(s.cfg.BeatRefreshInterval)
@@ -73,7 +71,23 @@ func (s *Service) RunHeartbeats(ctx context.Context) {
 func (s *Service) FlushBeats(ctx context.Context) (int, error) {
 	s.flushMu.Lock()
 	defer s.flushMu.Unlock()
+	s.flushedAt = s.now()
 	return s.Beats.Flush(ctx, s.Store.RecordBeats)
+}
+
+// flushStale flushes unless a flush ran within half a flush interval (the
+// flusher's own): the lease check wants this replica's beats in the store,
+// but every flush rewrites the pages of every machine that beat, so two
+// flushers would double the cost.
+func (s *Service) flushStale(ctx context.Context) error {
+	s.flushMu.Lock()
+	recent := s.now().Sub(s.flushedAt) < s.cfg.BeatFlushInterval/2
+	s.flushMu.Unlock()
+	if recent {
+		return nil
+	}
+	_, err := s.FlushBeats(ctx)
+	return err
 }
 
 // RefreshBeats reads every machine's lease fields into the heartbeat table

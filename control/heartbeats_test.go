@@ -126,7 +126,7 @@ func TestDeadAgentOnLightBeats(t *testing.T) {
 	beat := func() {
 		t.Helper()
 		seq++
-		if err := c.Send(seq, resp.Version, f.clk.Now()); err != nil {
+		if err := c.Send(seq, resp.Version, f.clk.Now(), true); err != nil {
 			t.Fatal(err)
 		}
 		for {

@@ -73,11 +73,17 @@ func (v *leaseView) takeSyncedLocked() {
 	}
 }
 
-// leaseStatus is the status a machine silent for silent should have: past
-// lost_after (and the failover grace after a start) offline; past
+// leaseStatus is the status a machine last heard at beat should have:
+// past lost_after (and the failover grace after a start) offline; past
 // suspect_after, suspect when it was online; else unchanged (only a sync
-// brings it back online).
-func (s *Service) leaseStatus(status string, silent time.Duration, now time.Time) string {
+// brings it back online). Silence is counted from the control plane's
+// start at the earliest: a machine is not blamed for the time it could not
+// reach us, so a restart does not mark every host suspect at once.
+func (s *Service) leaseStatus(status string, beat, now time.Time) string {
+	silent := now.Sub(beat)
+	if s.started.After(beat) {
+		silent = now.Sub(s.started)
+	}
 	switch {
 	case silent > s.cfg.LostAfter && now.Sub(s.started) > s.cfg.FailoverGrace:
 		return suanli.MachineOffline
@@ -100,7 +106,7 @@ func (s *Service) leaseStatus(status string, silent time.Duration, now time.Time
 // only when its status must change or it beat since the view last read it.
 func (s *Service) CheckLeases(ctx context.Context) error {
 	now := s.now()
-	if _, err := s.FlushBeats(ctx); err != nil {
+	if err := s.flushStale(ctx); err != nil {
 		s.Logger.Error("flush heartbeats before the lease check", "err", err)
 	}
 	v := &s.leases
@@ -129,6 +135,7 @@ func (s *Service) CheckLeases(ctx context.Context) error {
 		}
 	}
 	silent := make(map[int64]bool, len(cands))
+	var check []int64
 	for _, c := range cands {
 		beat := c.At
 		if t, ok := s.Beats.LastBeat(c.MachineID); ok && t.After(beat) {
@@ -138,12 +145,13 @@ func (s *Service) CheckLeases(ctx context.Context) error {
 			continue
 		}
 		silent[c.MachineID] = true
-		if st := v.byID[c.MachineID]; st != nil && !beat.After(st.beat) && s.leaseStatus(st.status, now.Sub(beat), now) == st.status {
+		if st := v.byID[c.MachineID]; st != nil && !beat.After(st.beat) && s.leaseStatus(st.status, beat, now) == st.status {
 			continue // nothing to do, and nothing changed since the view read it
 		}
-		if err := s.checkLease(ctx, c.MachineID, now); err != nil {
-			return err
-		}
+		check = append(check, c.MachineID)
+	}
+	if err := s.checkLeases(ctx, check, now); err != nil {
+		return err
 	}
 	// Reliability: the time since the last check counts as observed, and as
 	// online for machines that are online and not silent now. It is written
@@ -179,39 +187,67 @@ func (s *Service) CheckLeases(ctx context.Context) error {
 	return nil
 }
 
-// checkLease reads machine id and moves it to the status its silence
-// calls for, losing its instances when it goes offline.
-func (s *Service) checkLease(ctx context.Context, id int64, now time.Time) error {
+// checkLeases reads the machines in ids and moves each to the status its
+// silence calls for, losing the instances of those that go offline. The
+// status changes are written in one transaction per status, so that many
+// hosts gone at once (a rack, a network) are marked together.
+func (s *Service) checkLeases(ctx context.Context, ids []int64, now time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
 	v := &s.leases
-	m, err := s.Store.FindMachineByID(ctx, id)
-	if suanli.ErrorCode(err) == suanli.ENOTFOUND {
-		delete(v.byID, id)
-		delete(v.down, id)
-		return nil
-	} else if err != nil {
+	ls, err := s.Store.MachineLeasesByID(ctx, ids)
+	if err != nil {
 		return err
 	}
-	s.withBeats(m)
-	silent := now.Sub(m.LastHeartbeat)
-	next := s.leaseStatus(m.Status, silent, now)
-	v.setLocked(m.ID, m.Status, m.LastHeartbeat)
-	if next == m.Status {
-		return nil
+	type change struct {
+		l    suanli.MachineLease
+		next string
 	}
-	if err := s.Store.SetMachineStatus(ctx, m.ID, next); err != nil {
-		return err
+	var changes []change
+	byStatus := map[string][]int64{}
+	found := map[int64]bool{}
+	for _, l := range ls {
+		found[l.ID] = true
+		if t, ok := s.Beats.LastBeat(l.ID); ok && t.After(l.LastHeartbeat) {
+			l.LastHeartbeat = t
+		}
+		v.setLocked(l.ID, l.Status, l.LastHeartbeat)
+		if next := s.leaseStatus(l.Status, l.LastHeartbeat, now); next != l.Status {
+			changes = append(changes, change{l, next})
+			byStatus[next] = append(byStatus[next], l.ID)
+		}
 	}
-	v.setLocked(m.ID, next, m.LastHeartbeat)
-	// An agent that only beats over the light channel learns at its next
-	// beat (or at once, poked) that it must sync, which brings it back.
-	s.Beats.Wake(m.ID)
-	s.Logger.Warn("machine lease", "machine_id", m.ID, "status", next, "silent_s", int(silent.Seconds()))
-	if next == suanli.MachineOffline {
-		s.RecordAudit(ctx, suanli.AuditEvent{AccountID: m.OwnerID, Action: "machine.lease_lost", Target: fmt.Sprintf("machine %d", m.ID),
-			Result: "ok", Detail: fmt.Sprintf("silent for %ds after its last heartbeat at %s", int(silent.Seconds()), m.LastHeartbeat.Format(time.RFC3339))})
-		if err := s.loseInstances(ctx, m); err != nil {
+	for _, id := range ids {
+		if !found[id] { // gone
+			delete(v.byID, id)
+			delete(v.down, id)
+		}
+	}
+	for _, st := range []string{suanli.MachineSuspect, suanli.MachineOffline} {
+		if err := s.Store.SetMachinesStatus(ctx, byStatus[st], st); err != nil {
 			return err
 		}
 	}
-	return s.refreshOffer(ctx, m.ID)
+	for _, c := range changes {
+		m := &suanli.Machine{ID: c.l.ID, OwnerID: c.l.OwnerID, Status: c.next, LastHeartbeat: c.l.LastHeartbeat}
+		silent := now.Sub(m.LastHeartbeat)
+		v.setLocked(m.ID, c.next, m.LastHeartbeat)
+		// An agent that only beats over the light channel learns at its
+		// next beat (or at once, poked) that it must sync, which brings it
+		// back.
+		s.Beats.Wake(m.ID)
+		s.Logger.Warn("machine lease", "machine_id", m.ID, "status", c.next, "silent_s", int(silent.Seconds()))
+		if c.next == suanli.MachineOffline {
+			s.RecordAudit(ctx, suanli.AuditEvent{AccountID: m.OwnerID, Action: "machine.lease_lost", Target: fmt.Sprintf("machine %d", m.ID),
+				Result: "ok", Detail: fmt.Sprintf("silent for %ds after its last heartbeat at %s", int(silent.Seconds()), m.LastHeartbeat.Format(time.RFC3339))})
+			if err := s.loseInstances(ctx, m); err != nil {
+				return err
+			}
+		}
+		if err := s.refreshOffer(ctx, m.ID); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -71,8 +71,9 @@ func (c *Client) keyLocked(now time.Time) (suanli.HeartbeatKey, bool) {
 var ErrNoKey = errors.New("heartbeat: no key")
 
 // Send sends one beat: seq (strictly increasing), the desired-state version
-// the agent has, and now on the control plane's clock.
-func (c *Client) Send(seq, version int64, now time.Time) error {
+// the agent has, now on the control plane's clock, and whether it asks for
+// an answer when nothing changed (FlagAck).
+func (c *Client) Send(seq, version int64, now time.Time, ack bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	k, ok := c.keyLocked(now)
@@ -80,6 +81,9 @@ func (c *Client) Send(seq, version int64, now time.Time) error {
 		return ErrNoKey
 	}
 	m := Message{Kind: KindBeat, MachineID: c.id, Seq: seq, Version: version, TimeUS: now.UnixMicro(), Epoch: k.Epoch}
+	if ack {
+		m.Flags = FlagAck
+	}
 	key := [32]byte(k.Key)
 	c.sig.seal(&m, &key, c.buf[:])
 	_, err := c.conn.Write(c.buf[:])

@@ -69,7 +69,7 @@ func (r *rig) beat(id, signer, seq, version int64) []byte {
 	now := r.clk.Now()
 	e := r.keys.Epoch(now)
 	key := r.keys.Key(signer, e)
-	m := heartbeat.Message{Kind: heartbeat.KindBeat, MachineID: id, Seq: seq, Version: version, TimeUS: now.UnixMicro(), Epoch: e}
+	m := heartbeat.Message{Kind: heartbeat.KindBeat, Flags: heartbeat.FlagAck, MachineID: id, Seq: seq, Version: version, TimeUS: now.UnixMicro(), Epoch: e}
 	return m.Marshal(&key)
 }
 
@@ -198,7 +198,7 @@ func TestRejected(t *testing.T) {
 		ok    bool
 	}{{e - 2, 0, false}, {e - 1, heartbeat.KindSync, true}} {
 		key := r.keys.Key(7, c.epoch)
-		msg := heartbeat.Message{Kind: heartbeat.KindBeat, MachineID: 7, Seq: int64(1000 + c.epoch), Version: 1, TimeUS: r.clk.Now().UnixMicro(), Epoch: c.epoch}
+		msg := heartbeat.Message{Kind: heartbeat.KindBeat, Flags: heartbeat.FlagAck, MachineID: 7, Seq: int64(1000 + c.epoch), Version: 1, TimeUS: r.clk.Now().UnixMicro(), Epoch: c.epoch}
 		m, ok := r.send(t, 7, msg.Marshal(&key))
 		if ok != c.ok || m.Kind != c.kind || (ok && m.Flags&heartbeat.FlagRekey == 0) {
 			t.Errorf("epoch %d (now %d): answer %v flags %b (%v), want %v", c.epoch, e, m.Kind, m.Flags, ok, c.kind)
@@ -289,7 +289,7 @@ func TestClientPokedAndAnswered(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if err := c.Send(1, 2, r.clk.Now()); !errors.Is(err, heartbeat.ErrNoKey) {
+	if err := c.Send(1, 2, r.clk.Now(), true); !errors.Is(err, heartbeat.ErrNoKey) {
 		t.Fatalf("Send without keys: %v", err)
 	}
 	c.SetKeys(r.keys.Channel(7, "", r.clk.Now()).Keys)
@@ -303,7 +303,7 @@ func TestClientPokedAndAnswered(t *testing.T) {
 		}
 		return heartbeat.Message{}
 	}
-	if err := c.Send(1, 2, r.clk.Now()); err != nil {
+	if err := c.Send(1, 2, r.clk.Now(), true); err != nil {
 		t.Fatal(err)
 	}
 	if m := next(); m.Kind != heartbeat.KindAck || m.Seq != 1 || m.Version != 2 {
@@ -315,11 +315,25 @@ func TestClientPokedAndAnswered(t *testing.T) {
 	}
 	// Keys roll over at the next epoch without a sync.
 	r.clk.Add(time.Hour)
-	if err := c.Send(2, 2, r.clk.Now()); err != nil {
+	if err := c.Send(2, 2, r.clk.Now(), false); err != nil {
 		t.Fatal(err)
 	}
 	if m := next(); m.Kind != heartbeat.KindSync || m.Epoch != r.keys.Epoch(r.clk.Now()) {
 		t.Errorf("beat in the next epoch: %+v, want sync (woken) signed for epoch %d", m, r.keys.Epoch(r.clk.Now()))
+	}
+	// Nothing to say and no answer asked: recorded, not answered.
+	r.table.Synced(7, 2, r.table.Wakes(7))
+	r.clk.Add(time.Second)
+	if err := c.Send(3, 2, r.clk.Now(), false); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case m := <-c.Replies():
+		t.Errorf("a beat that asked no answer got %+v", m)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if got, _ := r.table.LastBeat(7); !got.Equal(r.clk.Now()) {
+		t.Errorf("unanswered beat not recorded: last beat %v, want %v", got, r.clk.Now())
 	}
 }
 

@@ -126,6 +126,52 @@ func (s *DB) MachineLeases(ctx context.Context) ([]suanli.MachineLease, error) {
 	return out, rows.Err()
 }
 
+// MachineLeasesByID returns the lease fields of the machines in ids that
+// exist, in id order.
+func (s *DB) MachineLeasesByID(ctx context.Context, ids []int64) ([]suanli.MachineLease, error) {
+	var out []suanli.MachineLease
+	for lo := 0; lo < len(ids); lo += beatChunk {
+		in, args := inList(ids[lo:min(lo+beatChunk, len(ids))])
+		rows, err := s.db.QueryContext(ctx, s.q(`SELECT m.id, m.owner_id, m.status, `+lastBeatCol+`, m.desired_version FROM `+beatJoin+
+			` WHERE m.id IN (`+in+`) ORDER BY m.id`), args...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var l suanli.MachineLease
+			var hb int64
+			if err := rows.Scan(&l.ID, &l.OwnerID, &l.Status, &hb, &l.DesiredVersion); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			l.LastHeartbeat = fromUS(hb)
+			out = append(out, l)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// SetMachinesStatus changes the lease status of the machines in ids, in one
+// transaction (a lease check that finds many hosts gone at once).
+func (s *DB) SetMachinesStatus(ctx context.Context, ids []int64, status string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	return s.withTx(ctx, func(tx *Tx) error {
+		for lo := 0; lo < len(ids); lo += beatChunk {
+			in, args := inList(ids[lo:min(lo+beatChunk, len(ids))])
+			if _, err := tx.exec(ctx, `UPDATE machines SET status = ? WHERE id IN (`+in+`)`, append([]any{status}, args...)...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // lastBeats returns every machine's last heartbeat (µs).
 func (tx *Tx) lastBeats(ctx context.Context) (map[int64]int64, error) {
 	rows, err := tx.query(ctx, `SELECT m.id, `+lastBeatCol+` FROM `+beatJoin)

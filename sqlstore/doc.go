@@ -15,6 +15,11 @@
 // the ledger's rows. The Book and the calendar are the only state it keeps in
 // memory; both are rebuilt from the database.
 //
+// Heartbeats (beats.go): a machine's last heartbeat is the later of
+// machines.last_heartbeat (written by syncs that change something) and its
+// row in machine_heartbeats, which the control plane's heartbeat table
+// writes in batches (RecordBeats); every read takes the later.
+//
 // It must not decide placement, parse queries or talk HTTP; callers pass the
 // time in (no wall clock here).
 package sqlstore

@@ -6,6 +6,7 @@
 //	suanli-bench search [flags]        offer search: market.Index vs SQLite vs a naive scan
 //	suanli-bench place [flags]         placement at 100k hosts: group-committed decisions vs one SQLite transaction each
 //	suanli-bench reliability [flags]   host faults on agents in Docker containers: detection, billing, copies
+//	suanli-bench heartbeat [flags]     heartbeat fan-in: 100k agents on the light UDP channel vs one HTTP POST + one write per beat
 //
 // Progress goes to stderr, results to stdout.
 package main
@@ -32,6 +33,10 @@ benchmarks:
   place        placement and preemption at 100k hosts: sched.Cluster with a
                group-committed decision log against one SQLite transaction per
                placement (see suanli-bench place -h)
+  heartbeat    heartbeat fan-in: N simulated agents beating every 2s over the light
+               channel (signed UDP, in-memory table, batched writes) against one HTTP
+               POST and one database write per beat; server CPU per beat, time until
+               a beat or a change is visible, dead-agent detection (see suanli-bench heartbeat -h)
   reliability  host faults (kill, freeze, partition, SIGSTOP, packet loss) on agents in
                Docker containers: detection latency, billing after the last heartbeat,
                duplicate copies, relaunches, recovery (see suanli-bench reliability -h)
@@ -56,6 +61,10 @@ func main() {
 		err = runHTTPSearch(ctx, os.Args[2:])
 	case "reliability":
 		err = runReliability(ctx, os.Args[2:])
+	case "heartbeat":
+		err = runHeartbeat(ctx, os.Args[2:])
+	case "heartbeat-server": // the heartbeat benchmark's server process
+		err = runHeartbeatServer(ctx, os.Args[2:])
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 		return

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"github.com/suanli/suanli/agent"
 	"github.com/suanli/suanli/agent/docker"
 	"github.com/suanli/suanli/agent/process"
+	"github.com/suanli/suanli/heartbeat"
 	shttp "github.com/suanli/suanli/http"
 )
 
@@ -49,6 +51,9 @@ type agentConfig struct {
 	// the control plane (its lost_after minus a margin), so a rental the
 	// control plane gave up on never runs twice.
 	FenceAfter time.Duration
+	// LightBeats lets the agent use the control plane's light heartbeat
+	// channel (UDP) between full syncs.
+	LightBeats bool
 }
 
 func (c *agentConfig) flags(cmd *cobra.Command) {
@@ -61,6 +66,7 @@ func (c *agentConfig) flags(cmd *cobra.Command) {
 	f.StringVar(&c.BlockHost, "block-host-access", "auto", "keep Docker instances from reaching this host's own ports: auto (when root with iptables), on, off")
 	f.StringVar(&c.DockerNamespace, "docker-namespace", "", "name prefix for this agent's containers, networks and volumes, when several agents share one Docker daemon")
 	f.StringVar(&c.SubnetPool, "subnet-pool", "", "CIDR where each Docker instance network takes a /28 (default: the daemon's pools, about 30 networks)")
+	f.BoolVar(&c.LightBeats, "light-heartbeats", envOr("SUANLI_LIGHT_HEARTBEATS", "true") != "false", "between full syncs, send heartbeats as signed UDP datagrams when the control plane offers it (falls back to HTTP when UDP is blocked); env SUANLI_LIGHT_HEARTBEATS")
 	f.DurationVar(&c.FenceAfter, "fence-after", 100*time.Second, "stop running instances after this long without the control plane (its lost-after minus a margin; 0 disables)")
 	cmd.RegisterFlagCompletionFunc("runtime", cobra.FixedCompletions([]string{"auto", "docker", "process"}, cobra.ShellCompDirectiveNoFileComp))
 }
@@ -172,6 +178,9 @@ func startAgent(ctx context.Context, c agentConfig, server, stateFile string, jo
 	if len(hw.GPUs) > 0 && !hw.GPUs[0].Simulated {
 		cfg.GPUSampler = agent.SampleGPUs
 	}
+	if c.LightBeats {
+		cfg.DialBeats = beatDialer(server, st.MachineID)
+	}
 	ag, err := agent.New(cfg)
 	if err != nil {
 		return nil, nil, nil, err
@@ -258,4 +267,27 @@ List the machine afterwards with 'suanli host list MACHINE --price-gpu …'.`,
 	cmd.Flags().StringVar(&c.CAFingerprint, "ca-fingerprint", os.Getenv("SUANLI_CA_FINGERPRINT"), "pin the control plane's CA by its fingerprint, as `suanli host join-token` prints it (first start only)")
 	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics (instances, per-GPU utilisation, memory, temperature) at HOST:PORT")
 	return cmd
+}
+
+// beatDialer opens the light heartbeat channel at the address a sync
+// advertises; ":PORT" is on the host of the server URL.
+func beatDialer(server string, machineID int64) func(addr string) (agent.Beater, error) {
+	return func(addr string) (agent.Beater, error) {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		if host == "" {
+			u, err := url.Parse(server)
+			if err != nil {
+				return nil, err
+			}
+			host = u.Hostname()
+		}
+		c, err := heartbeat.Dial(net.JoinHostPort(host, port), machineID)
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/suanli/suanli/auth/tlsca"
 	"github.com/suanli/suanli/console"
 	"github.com/suanli/suanli/control"
+	"github.com/suanli/suanli/heartbeat"
 	shttp "github.com/suanli/suanli/http"
 	"github.com/suanli/suanli/sqlstore"
 	"github.com/suanli/suanli/vastapi"
@@ -48,6 +49,9 @@ type serverConfig struct {
 	TLSHosts       []string      // extra names for the server certificate
 	SSHCAKey       string        // the SSH CA's key file; default HOME/ssh_ca_ed25519
 	VastAPI        bool          // serve the Vast.ai API compatibility layer beside the native API
+	// HeartbeatAddr is the light heartbeat channel's UDP address: "" the
+	// same host and port number as Addr, "off" none.
+	HeartbeatAddr string
 }
 
 func (c *serverConfig) flags(cmd *cobra.Command) {
@@ -68,6 +72,8 @@ func (c *serverConfig) flags(cmd *cobra.Command) {
 	f.StringVar(&c.TLS, "tls", envOr("SUANLI_TLS", "off"), "serve HTTPS: auto creates a CA and a server certificate in HOME/tls (clients and agents pin the CA); off serves HTTP; env SUANLI_TLS")
 	f.StringSliceVar(&c.TLSHosts, "tls-hosts", nil, "extra DNS names or IPs for the server certificate (localhost, 127.0.0.1, the hostname and the listen host are always in)")
 	f.BoolVar(&c.VastAPI, "vast-api", envOr("SUANLI_VAST_API", "true") != "false", "serve the Vast.ai API (/api/v0, /api/v1) at the same address, so vastai CLIs and SDKs work with VAST_URL set to this server; env SUANLI_VAST_API")
+	f.StringVar(&c.HeartbeatAddr, "heartbeat-addr", os.Getenv("SUANLI_HEARTBEAT_ADDR"), "UDP address of the light heartbeat channel: agents send a signed datagram per heartbeat instead of an HTTP sync\n"+
+		"(HOST:PORT; default: the --addr host and port number, on UDP; off: none, agents long-poll over HTTP); env SUANLI_HEARTBEAT_ADDR")
 	f.StringVar(&c.SSHCAKey, "ssh-ca-key", os.Getenv("SUANLI_SSH_CA_KEY"), "the SSH certificate authority's key, created on first start (default HOME/ssh_ca_ed25519; replicas must share it); env SUANLI_SSH_CA_KEY")
 }
 
@@ -240,11 +246,29 @@ func startControlPlane(ctx context.Context, a *app, c serverConfig, logger *slog
 	}
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
 		WriteTimeout: 2*c.Heartbeat + time.Minute, IdleTimeout: 2 * time.Minute}
+	// The heartbeat table knows every machine before the first beat comes:
+	// after a restart agents keep beating, with no full sync each.
+	if err := svc.RefreshBeats(ctx); err != nil {
+		ln.Close()
+		store.Close()
+		return nil, err
+	}
+	beats, err := listenHeartbeats(c, ln.Addr().(*net.TCPAddr), svc, logger)
+	if err != nil {
+		ln.Close()
+		store.Close()
+		return nil, err
+	}
+	api.Registry().MustRegister(svc.Beats.Collector())
 	r := &running{svc: svc, api: api, store: store, srv: srv, url: url, operator: op, caPEM: caPEM, done: make(chan struct{})}
-	loopsDone := make(chan struct{})
+	loopsDone, beatsDone := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(loopsDone)
 		svc.Run(ctx)
+	}()
+	go func() {
+		defer close(beatsDone)
+		svc.RunHeartbeats(ctx) // every replica flushes its own heartbeat table
 	}()
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -259,12 +283,57 @@ func startControlPlane(ctx context.Context, a *app, c serverConfig, logger *slog
 		if vast != nil {
 			vast.Close()
 		}
+		if beats != nil {
+			beats.Close()
+		}
 		<-loopsDone
+		<-beatsDone
 		store.Close()
 		close(r.done)
 	}()
 	logger.Info("control plane listening", "url", url, "db", dsn, "vast_api", c.VastAPI)
 	return r, nil
+}
+
+// listenHeartbeats opens the light heartbeat channel (package heartbeat) on
+// UDP and tells the service to advertise it: by default on the HTTP
+// listener's host and port number (a free port when that one is taken and
+// --addr asked for port 0). It returns nil when --heartbeat-addr is off.
+func listenHeartbeats(c serverConfig, tcp *net.TCPAddr, svc *control.Service, logger *slog.Logger) (*heartbeat.Server, error) {
+	addr := c.HeartbeatAddr
+	switch addr {
+	case "off":
+		logger.Info("light heartbeat channel off: agents long-poll")
+		return nil, nil
+	case "":
+		addr = net.JoinHostPort(hostOf(c.Addr), strconv.Itoa(tcp.Port))
+	}
+	hb, err := heartbeat.Listen(addr, svc.Beats, logger)
+	if err != nil && c.HeartbeatAddr == "" && strings.HasSuffix(c.Addr, ":0") {
+		hb, err = heartbeat.Listen(net.JoinHostPort(hostOf(c.Addr), "0"), svc.Beats, logger)
+	}
+	if err != nil {
+		return nil, suanli.Errorf(suanli.EUNAVAILABLE, "heartbeat channel on udp %s: %v: pass --heartbeat-addr HOST:PORT, or off", addr, err)
+	}
+	// Agents reach it on the host they sync with, unless it listens on one
+	// address only.
+	ua := hb.Addr()
+	adv := net.JoinHostPort("", strconv.Itoa(ua.Port))
+	if !ua.IP.IsUnspecified() {
+		adv = ua.String()
+	}
+	svc.SetHeartbeatAddr(adv)
+	logger.Info("light heartbeat channel listening", "udp", ua.String(), "advertised", adv)
+	return hb, nil
+}
+
+// hostOf returns the host part of HOST:PORT ("" when there is none).
+func hostOf(addr string) string {
+	h, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return ""
+	}
+	return h
 }
 
 // bootstrapOperator makes sure the operator account exists and that the
