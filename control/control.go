@@ -138,11 +138,11 @@ type Service struct {
 	// that change nothing and the light channel's beats land in it, and
 	// RunHeartbeats writes them to the store in batches. A heartbeat.Server
 	// serves it on UDP when SetHeartbeatAddr advertises one.
-	Beats    *heartbeat.Table
-	beatAddr atomic.Pointer[string]
+	Beats     *heartbeat.Table
+	beatAddr  atomic.Pointer[string]
 	flushMu   sync.Mutex // one flush at a time (RunHeartbeats, the lease check, the close)
 	flushedAt time.Time  // when the last flush started; guarded by flushMu
-	leases   leaseView
+	leases    leaseView
 	// Client makes webhook deliveries; http.DefaultClient with a timeout by default.
 	Client *http.Client
 	// lowSince remembers since when an account's balance has been at or below zero.
