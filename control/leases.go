@@ -81,7 +81,7 @@ func (v *leaseView) takeSyncedLocked() {
 // reach us, so a restart does not mark every host suspect at once.
 func (s *Service) leaseStatus(status string, beat, now time.Time) string {
 	silent := now.Sub(beat)
-	if s.started.After(beat) {
+	if s.started.After(beat) && !now.Before(s.started) {
 		silent = now.Sub(s.started)
 	}
 	switch {
