@@ -48,10 +48,11 @@ func (a *Agent) fullSyncEvery() time.Duration {
 }
 
 // ackAfter: the agent asks for an answer on the first beat after a sync
-// and whenever its last answer is this old (sooner when its fence comes
-// near): a blocked channel is found within that, and the control plane
-// sends one datagram per agent per ackAfter, whatever the interval.
-const ackAfter = 10 * time.Second
+// (so a channel blocked from the start is found at once) and whenever its
+// last answer is this old (sooner when its fence comes near): a channel
+// blocked later is found within that, and the control plane sends one
+// datagram per agent per ackAfter, whatever the interval.
+const ackAfter = 30 * time.Second
 
 // beat sends a light heartbeat every interval, one interval after the last
 // contact, until a full sync is due: news, a changed desired state (an

@@ -140,8 +140,9 @@ type Service struct {
 	// serves it on UDP when SetHeartbeatAddr advertises one.
 	Beats     *heartbeat.Table
 	beatAddr  atomic.Pointer[string]
-	flushMu   sync.Mutex // one flush at a time (RunHeartbeats, the lease check, the close)
-	flushedAt time.Time  // when the last flush started; guarded by flushMu
+	flushMu   sync.Mutex   // one flush at a time (RunHeartbeats, the lease check, the close)
+	flushedAt time.Time    // when the last flush started; guarded by flushMu
+	flusher   atomic.Int32 // RunHeartbeats running
 	leases    leaseView
 	// Client makes webhook deliveries; http.DefaultClient with a timeout by default.
 	Client *http.Client

@@ -43,6 +43,8 @@ func (s *Service) heartbeatChannel(id int64) *suanli.HeartbeatChannel {
 // RefreshBeats once before the light channel opens, so that after a restart
 // agents keep beating without a full sync each.
 func (s *Service) RunHeartbeats(ctx context.Context) {
+	s.flusher.Add(1)
+	defer s.flusher.Add(-1)
 	flush := time.NewTicker(s.cfg.BeatFlushInterval)
 	defer flush.Stop()
 	refresh := time.NewTicker(s.cfg.BeatRefreshInterval)
@@ -75,13 +77,13 @@ func (s *Service) FlushBeats(ctx context.Context) (int, error) {
 	return s.Beats.Flush(ctx, s.Store.RecordBeats)
 }
 
-// flushStale flushes unless a flush ran within half a flush interval (the
-// flusher's own): the lease check wants this replica's beats in the store,
-// but every flush rewrites the pages of every machine that beat, so two
-// flushers would double the cost.
+// flushStale flushes unless RunHeartbeats does, and did within two flush
+// intervals: the lease check wants this replica's beats in the store, but
+// every flush rewrites the index pages of every machine that beat, so a
+// second flusher would double the cost.
 func (s *Service) flushStale(ctx context.Context) error {
 	s.flushMu.Lock()
-	recent := s.now().Sub(s.flushedAt) < s.cfg.BeatFlushInterval/2
+	recent := s.flusher.Load() > 0 && s.now().Sub(s.flushedAt) < 2*s.cfg.BeatFlushInterval
 	s.flushMu.Unlock()
 	if recent {
 		return nil

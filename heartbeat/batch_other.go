@@ -5,7 +5,12 @@ package heartbeat
 import (
 	"net"
 	"net/netip"
+	"sync/atomic"
+	"time"
 )
+
+// batchSize is how many datagrams one read returns at most: one here.
+const batchSize = 1
 
 // batchIO reads one datagram per system call where recvmmsg is missing.
 type batchIO struct {
@@ -20,7 +25,7 @@ type batchIO struct {
 
 func newBatchIO(conn *net.UDPConn) *batchIO { return &batchIO{conn: conn} }
 
-func (b *batchIO) read() error {
+func (b *batchIO) read(closed *atomic.Bool) error {
 	n, from, err := b.conn.ReadFromUDPAddrPort(b.buf[:])
 	if err != nil {
 		b.n = 0
@@ -29,6 +34,8 @@ func (b *batchIO) read() error {
 	b.n, b.len, b.from = 1, n, from
 	return nil
 }
+
+func (b *batchIO) pause(d time.Duration) { time.Sleep(d) }
 
 func (b *batchIO) datagram(int) ([]byte, netip.AddrPort) { return b.buf[:b.len], b.from }
 

@@ -22,7 +22,7 @@
 // or its key is old); and a poke, sent unasked to the address of the
 // machine's last beat when its desired state changes, so that a rental
 // still starts within milliseconds. A beat asks for an ack with FlagAck;
-// agents ask on the first beat after a sync and every 10 s, so the
+// agents ask on the first beat after a sync and every 30 s, so the
 // control plane sends a fraction of the datagrams it receives. A sync
 // request is sent whenever one is due.
 //
@@ -66,7 +66,7 @@
 //
 // # The server
 //
-// Server reads datagrams on a UDP socket (on Linux, up to 64 per system
+// Server reads datagrams on a UDP socket (on Linux, up to 256 per system
 // call, and answers in one), checks them against the Table and answers. It
 // allocates nothing per datagram. Client is the agent's end.
 //

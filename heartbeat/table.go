@@ -31,9 +31,10 @@ type Table struct {
 	// beats are rejected as replays (DefaultMaxSkew when 0).
 	MaxSkew time.Duration
 
-	keys   *Keys
-	shards [shards]shard
-	poke   atomic.Pointer[func(id int64)] // set by a Server: tell the agent at once
+	keys     *Keys
+	shards   [shards]shard
+	inflight atomic.Int64                   // machines a flush is writing
+	poke     atomic.Pointer[func(id int64)] // set by a Server: tell the agent at once
 
 	stats Stats
 }
@@ -73,6 +74,8 @@ type Stats struct {
 	Flushes   atomic.Int64 // batches written
 	Flushed   atomic.Int64 // machines' beats written
 	FlushErrs atomic.Int64
+	FlushTime atomic.Int64             // ns spent in flushes' writes
+	FlushMax  atomic.Int64             // ns: the longest write
 	Rejected  [numReasons]atomic.Int64 // by Reason
 }
 
@@ -225,9 +228,10 @@ func (t *Table) Len() int {
 	return n
 }
 
-// Pending returns how many machines have beats not yet flushed.
+// Pending returns how many machines have beats not yet in the store
+// (including those a flush is writing now).
 func (t *Table) Pending() int {
-	n := 0
+	n := int(t.inflight.Load())
 	for i := range t.shards {
 		s := &t.shards[i]
 		s.mu.Lock()
@@ -245,6 +249,7 @@ func (t *Table) Pending() int {
 func (t *Table) Flush(ctx context.Context, write func(context.Context, []suanli.MachineBeat) error) (int, error) {
 	var batch []suanli.MachineBeat
 	var taken []*entry
+	defer func() { t.inflight.Add(-int64(len(taken))) }()
 	for i := range t.shards {
 		s := &t.shards[i]
 		s.mu.Lock()
@@ -253,6 +258,7 @@ func (t *Table) Flush(ctx context.Context, write func(context.Context, []suanli.
 			if e.beat > e.persisted {
 				batch = append(batch, suanli.MachineBeat{MachineID: e.id, At: time.UnixMicro(e.beat).UTC()})
 				taken = append(taken, e)
+				t.inflight.Add(1)
 			}
 		}
 		s.dirty = s.dirty[:0]
@@ -273,7 +279,16 @@ func (t *Table) Flush(ctx context.Context, write func(context.Context, []suanli.
 		sorted[i], sortedTaken[i] = batch[j], taken[j]
 	}
 	batch, taken = sorted, sortedTaken
+	start := time.Now()
 	err := write(ctx, batch)
+	took := int64(time.Since(start))
+	t.stats.FlushTime.Add(took)
+	for {
+		m := t.stats.FlushMax.Load()
+		if took <= m || t.stats.FlushMax.CompareAndSwap(m, took) {
+			break
+		}
+	}
 	for i, e := range taken {
 		s := t.shard(e.id)
 		s.mu.Lock()

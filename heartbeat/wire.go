@@ -62,7 +62,7 @@ const (
 )
 
 // FlagAck, on a beat, asks for a KindAck even when nothing changed. Agents
-// set it on every few beats (and the first after a sync): enough to learn
+// set it every 30 s (and on the first beat after a sync): enough to learn
 // that the channel works and to keep their fence away, while the control
 // plane sends one datagram for several it receives. A KindSync is sent
 // whenever one is due, asked or not.

@@ -52,6 +52,9 @@ type serverStats struct {
 	Rejected int64 `json:"rejected"`
 	Flushes  int64 `json:"flushes"`
 	Flushed  int64 `json:"flushed"`
+	FlushNS  int64 `json:"flush_ns"`
+	Pending  int64 `json:"pending"`
+	FlushMax int64 `json:"flush_max_ns"`
 }
 
 func runHeartbeatServer(ctx context.Context, args []string) error {
@@ -166,7 +169,8 @@ func runHeartbeatServer(ctx context.Context, args []string) error {
 				rej += st.Rejected[i].Load()
 			}
 			json.NewEncoder(w).Encode(serverStats{Beats: st.Beats.Load(), Acks: st.Acks.Load(), Syncs: st.Syncs.Load(), Pokes: st.Pokes.Load(),
-				Rejected: rej, Flushes: st.Flushes.Load(), Flushed: st.Flushed.Load()})
+				Rejected: rej, Flushes: st.Flushes.Load(), Flushed: st.Flushed.Load(), FlushNS: st.FlushTime.Load(), FlushMax: st.FlushMax.Load(),
+				Pending: int64(svc.Beats.Pending())})
 		})
 		mux.HandleFunc("POST /change", func(w http.ResponseWriter, r *http.Request) {
 			id, _ := strconv.ParseInt(r.URL.Query().Get("id"), 10, 64)
