@@ -7,85 +7,68 @@ import (
 	"net/netip"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
 // Server receives beats on a UDP socket, checks them and records them in
 // its Table, and answers those that ask (FlagAck) with an ack, and any
 // whose agent must do a full sync with a KindSync. It also sends the
-// Table's pokes. On Linux each reading goroutine reads and answers up to
-// 256 datagrams per system call (recvmmsg, sendmmsg). Create it with Listen or Serve; Close stops
-// it. It is safe for concurrent use.
+// Table's pokes. On Linux each reader reads and answers up to 256
+// datagrams per system call, on a socket kept out of Go's network poller
+// (socket_linux.go). Create it with Listen; Close stops it. It is safe for
+// concurrent use.
 type Server struct {
 	table  *Table
-	conn   *net.UDPConn
+	sock   *socket
 	logger *slog.Logger
 	wg     sync.WaitGroup
-	closed atomic.Bool
 
 	mu   sync.Mutex // guards psig and pbuf (pokes come from any goroutine)
 	psig signer
 	pbuf [Size]byte
 }
 
-// Listen opens a UDP socket on addr and serves it (Serve).
+// Listen opens a UDP socket on addr (HOST:PORT) and serves it with one
+// reader per four CPUs (one at least): each reads, checks and answers
+// datagrams on its own, without allocating. Pokes of t go out through it
+// from now on.
 func Listen(addr string, t *Table, logger *slog.Logger) (*Server, error) {
-	ua, err := net.ResolveUDPAddr("udp", addr)
+	sock, err := listenSocket(addr)
 	if err != nil {
 		return nil, err
 	}
-	conn, err := net.ListenUDP("udp", ua)
-	if err != nil {
-		return nil, err
-	}
-	return Serve(conn, t, logger, 0), nil
-}
-
-// Serve serves conn with readers goroutines (0: one per four CPUs, one at
-// least): each reads, checks and answers datagrams on its own, without
-// allocating. Pokes of t go out through conn from now on. The Server owns
-// conn.
-func Serve(conn *net.UDPConn, t *Table, logger *slog.Logger, readers int) *Server {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	if readers <= 0 {
-		readers = max(1, runtime.GOMAXPROCS(0)/4)
-	}
-	// Beats come in bursts; a larger buffer drops fewer under load.
-	conn.SetReadBuffer(4 << 20)
-	conn.SetWriteBuffer(4 << 20)
-	s := &Server{table: t, conn: conn, logger: logger}
+	s := &Server{table: t, sock: sock, logger: logger}
 	s.psig.init()
 	poke := s.poke
 	t.poke.Store(&poke)
-	for range readers {
+	for range max(1, runtime.GOMAXPROCS(0)/4) {
 		s.wg.Add(1)
 		go s.read()
 	}
-	return s
+	return s, nil
 }
 
 // Addr returns the address the server listens on.
-func (s *Server) Addr() *net.UDPAddr { return s.conn.LocalAddr().(*net.UDPAddr) }
+func (s *Server) Addr() *net.UDPAddr { return s.sock.addr() }
 
 // Close stops the server and waits for its readers.
 func (s *Server) Close() error {
 	s.table.poke.Store(nil)
-	s.closed.Store(true) // the readers see it within their poll timeout
-	err := s.conn.Close()
+	s.sock.close()
 	s.wg.Wait()
-	return err
+	return s.sock.release()
 }
 
 func (s *Server) read() {
 	defer s.wg.Done()
 	var sig signer
 	sig.init()
-	b := newBatchIO(s.conn)
+	b := s.sock.newBatch()
 	for {
-		if err := b.read(&s.closed); err != nil {
+		if err := b.read(); err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
@@ -99,13 +82,13 @@ func (s *Server) read() {
 				b.queue(i)
 			}
 		}
-		if err := b.flush(); err != nil && !errors.Is(err, net.ErrClosed) {
+		if err := b.flush(); err != nil {
 			s.logger.Debug("heartbeat answers", "err", err)
 		}
 		// Under moderate load, let datagrams gather for a moment rather
 		// than wake for each: the wake-ups, not the checks, would cost the
 		// most. A full or nearly full batch means a backlog: read on.
-		if b.n < batchSize/2 {
+		if b.n > 0 && b.n < batchSize/2 {
 			b.pause(coalesce)
 		}
 	}
@@ -113,7 +96,7 @@ func (s *Server) read() {
 
 // coalesce is how long a reader that found few datagrams waiting lets more
 // gather before it reads again. Beats are late by at most that.
-const coalesce = 4 * time.Millisecond
+const coalesce = 8 * time.Millisecond
 
 // poke sends machine id's agent a KindPoke at the address of its last beat.
 func (s *Server) poke(id int64) {
@@ -133,7 +116,7 @@ func (s *Server) poke(id int64) {
 	m := Message{Kind: KindPoke, Flags: FlagDesired, MachineID: id, Seq: now.UnixMicro(), TimeUS: now.UnixMicro(), Epoch: epoch}
 	s.mu.Lock()
 	s.psig.seal(&m, &key, s.pbuf[:])
-	_, err := s.conn.WriteToUDPAddrPort(s.pbuf[:], addr)
+	err := s.sock.writeTo(s.pbuf[:], addr)
 	s.mu.Unlock()
 	if err == nil {
 		t.stats.Pokes.Add(1)
