@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/suanli/suanli"
 	"github.com/suanli/suanli/heartbeat"
 )
@@ -353,4 +354,35 @@ func FuzzUnmarshal(f *testing.F) {
 			t.Fatalf("accepted %x but it re-encodes differently", b)
 		}
 	})
+}
+
+// TestCollector: the counters operators scrape are there, by reason.
+func TestCollector(t *testing.T) {
+	r := newRig(t)
+	r.table.Synced(7, 1, 0)
+	r.send(t, 7, r.beat(7, 7, 1, 1))
+	r.send(t, 7, r.beat(7, 7, 1, 1)) // a replay
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(r.table.Collector())
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			name := mf.GetName()
+			for _, l := range m.GetLabel() {
+				name += "{" + l.GetValue() + "}"
+			}
+			got[name] = m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	for name, want := range map[string]float64{"suanli_heartbeat_beats_total": 1, "suanli_heartbeat_answers_total{ack}": 1,
+		"suanli_heartbeat_rejected_total{replay}": 1, "suanli_heartbeat_rejected_total{bad_mac}": 0, "suanli_heartbeat_machines": 1,
+		"suanli_heartbeat_pending": 1} {
+		if v, ok := got[name]; !ok || v != want {
+			t.Errorf("%s = %v (present %v), want %v", name, v, ok, want)
+		}
+	}
 }
