@@ -45,6 +45,7 @@ type DB struct {
 	db      *sql.DB
 	dialect Dialect
 	path    string
+	origin  string    // this handle on the change feed and in leases (changes.go)
 	bill    billCache // the hour close's book and the close calendar (closes.go)
 }
 
@@ -72,7 +73,7 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", d.Name, err)
 	}
-	s := &DB{db: db, dialect: d, path: dsn}
+	s := &DB{db: db, dialect: d, path: dsn, origin: newOrigin()}
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", d.Name, err)
