@@ -58,6 +58,19 @@ type Config struct {
 	// MarketSampleInterval is how often listed prices and fill are recorded
 	// in the price history; default 5m.
 	MarketSampleInterval time.Duration
+
+	// LeaseTTL bounds how long the singleton loops (the hour close, host
+	// leases, bookings…) go without a runner when the replica running them
+	// dies: another replica takes them over within it. Default 10s.
+	LeaseTTL time.Duration
+	// ReclaimLease names a previous holder of the singleton lease known to
+	// be dead (the last server process on the same home): its lease is
+	// taken at once instead of after it expires. "" for none.
+	ReclaimLease string
+	// FeedInterval is how often the change feed is read (other replicas'
+	// changes reach this replica's offer index within about this); default
+	// 200ms.
+	FeedInterval time.Duration
 }
 
 func (c *Config) setDefaults() {
@@ -84,6 +97,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.MarketSampleInterval <= 0 {
 		c.MarketSampleInterval = 5 * time.Minute
+	}
+	if c.LeaseTTL <= 0 {
+		c.LeaseTTL = 10 * time.Second
+	}
+	if c.FeedInterval <= 0 {
+		c.FeedInterval = 200 * time.Millisecond
 	}
 }
 
@@ -115,6 +134,10 @@ type Service struct {
 	// lowSince remembers since when an account's balance has been at or below zero.
 	lowMu    sync.Mutex
 	lowSince map[int64]time.Time
+
+	cluster   clusterState  // the singleton lease and the change feed, as this replica sees them
+	feed      feed          // the change feed reader's position
+	leaseWake chan struct{} // the feed tells the lease loop that the lease moved
 }
 
 var (
@@ -134,7 +157,7 @@ var (
 func New(ctx context.Context, store *sqlstore.DB, cfg Config, logger *slog.Logger) (*Service, error) {
 	cfg.setDefaults()
 	s := &Service{Store: store, Index: market.NewIndex(), Logger: logger, Now: time.Now, cfg: cfg,
-		Client: &http.Client{Timeout: 10 * time.Second}, lowSince: map[int64]time.Time{}}
+		Client: &http.Client{Timeout: 10 * time.Second}, lowSince: map[int64]time.Time{}, leaseWake: make(chan struct{}, 1)}
 	s.started = s.Now()
 	master := cfg.SecretKey
 	if master == nil {
@@ -152,6 +175,9 @@ func New(ctx context.Context, store *sqlstore.DB, cfg Config, logger *slog.Logge
 	}
 	s.Audit = &audit.Log{Store: store, Key: key, Now: func() time.Time { return s.Now() }, Logger: logger,
 		HeadFile: cfg.AuditHeadFile, Interval: cfg.AuditInterval, Retention: cfg.AuditRetention}
+	if err := s.startFeed(ctx); err != nil { // first: what changes while the index loads is read again
+		return nil, err
+	}
 	if err := s.rebuildIndex(ctx); err != nil {
 		return nil, err
 	}

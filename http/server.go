@@ -105,6 +105,7 @@ func NewServer(svc *control.Service, logger *slog.Logger) *Server {
 	s.registerMarketRoutes()
 	s.registerForwardRoutes()
 	s.registerDeferredRoutes()
+	s.registerClusterRoutes()
 	return s
 }
 
