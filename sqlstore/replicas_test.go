@@ -11,8 +11,10 @@ import (
 // TestLeaseMovesOnlyWhenFree: a lease is held by one replica at a time; it
 // moves when it expires, is released or is reclaimed from a dead previous
 // incarnation, and every move increments the term that fences closes.
-func TestLeaseMovesOnlyWhenFree(t *testing.T) {
-	db := MustOpen(t)
+func TestLeaseMovesOnlyWhenFree(t *testing.T) { EachBackend(t, testLeaseMovesOnlyWhenFree) }
+
+func testLeaseMovesOnlyWhenFree(t *testing.T, b Backend) {
+	db := b.MustOpen(t)
 	ctx := t.Context()
 	const ttl = 10 * time.Second
 	acquire := func(holder string, now time.Time, reclaim string) (sqlstore.Lease, bool) {
@@ -39,9 +41,9 @@ func TestLeaseMovesOnlyWhenFree(t *testing.T) {
 		t.Fatal("b acquired a lease renewed until t0+15s at t0+10s")
 	}
 	// a falls silent: b takes the lease when it expires, at term 2.
-	b, ok := acquire("b", t0.Add(5*time.Second+ttl), "")
-	if !ok || b.Term != 2 {
-		t.Fatalf("b after expiry = %+v, %v; want term 2", b, ok)
+	lb, ok := acquire("b", t0.Add(5*time.Second+ttl), "")
+	if !ok || lb.Term != 2 {
+		t.Fatalf("b after expiry = %+v, %v; want term 2", lb, ok)
 	}
 	if _, err := db.RenewLease(ctx, a, t0.Add(16*time.Second), ttl); suanli.ErrorCode(err) != suanli.ECONFLICT {
 		t.Fatalf("a renews a lease b holds: err = %v, want conflict", err)
@@ -50,11 +52,11 @@ func TestLeaseMovesOnlyWhenFree(t *testing.T) {
 	if _, err := db.CloseBooksFenced(ctx, t0.Add(time.Hour), a.Fence()); suanli.ErrorCode(err) != suanli.ECONFLICT {
 		t.Fatalf("close fenced by a stale term: err = %v, want conflict", err)
 	}
-	if _, err := db.CloseBooksFenced(ctx, t0.Add(time.Hour), b.Fence()); err != nil {
+	if _, err := db.CloseBooksFenced(ctx, t0.Add(time.Hour), lb.Fence()); err != nil {
 		t.Fatalf("close fenced by the holder: %v", err)
 	}
 	// b releases: a takes it at once.
-	if err := db.ReleaseLease(ctx, b); err != nil {
+	if err := db.ReleaseLease(ctx, lb); err != nil {
 		t.Fatal(err)
 	}
 	a, ok = acquire("a", t0.Add(16*time.Second), "")
@@ -73,8 +75,10 @@ func TestLeaseMovesOnlyWhenFree(t *testing.T) {
 
 // TestFencedCloseRecordsTerm: a close made under a lease records its term,
 // and a second close for the same period posts nothing.
-func TestFencedCloseRecordsTerm(t *testing.T) {
-	db := MustOpen(t)
+func TestFencedCloseRecordsTerm(t *testing.T) { EachBackend(t, testFencedCloseRecordsTerm) }
+
+func testFencedCloseRecordsTerm(t *testing.T, b Backend) {
+	db := b.MustOpen(t)
 	ctx := t.Context()
 	host := MustAccount(t, db, "host", 0)
 	renter := MustAccount(t, db, "renter", suanli.Dollars(10))
@@ -108,8 +112,10 @@ func TestFencedCloseRecordsTerm(t *testing.T) {
 // TestChangeFeed: listing, desired-state and status changes are on the
 // feed with their machine; a plain heartbeat is not; pruning keeps the
 // newest entry so that sequence numbers never restart.
-func TestChangeFeed(t *testing.T) {
-	db := MustOpen(t)
+func TestChangeFeed(t *testing.T) { EachBackend(t, testChangeFeed) }
+
+func testChangeFeed(t *testing.T, b Backend) {
+	db := b.MustOpen(t)
 	ctx := t.Context()
 	host := MustAccount(t, db, "host", 0)
 	renter := MustAccount(t, db, "renter", suanli.Dollars(10))
