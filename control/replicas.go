@@ -146,9 +146,15 @@ func (s *Service) seeLease(l sqlstore.Lease, leading bool) {
 func (s *Service) lead(ctx context.Context) {
 	hold, renew, _ := leaseTimes(s.cfg.LeaseTTL)
 	reclaim := s.cfg.ReclaimLease
+	me := s.Store.Origin()
 	for {
 		start := time.Now()
-		l, ok, err := s.Store.AcquireLease(ctx, SingletonLease, s.Store.Origin(), start, hold, reclaim)
+		// Read first: only a free lease is worth a writing transaction.
+		l, err := s.Store.FindLease(ctx, SingletonLease)
+		ok := false
+		if err == nil && (!l.HeldAt(start) || l.Holder == me || (reclaim != "" && l.Holder == reclaim)) {
+			l, ok, err = s.Store.AcquireLease(ctx, SingletonLease, me, start, hold, reclaim)
+		}
 		wait := renew
 		switch {
 		case ctx.Err() != nil:

@@ -12,6 +12,7 @@ import (
 
 	"github.com/suanli/suanli"
 	"github.com/suanli/suanli/control"
+	"github.com/suanli/suanli/internal/pgtest"
 	"github.com/suanli/suanli/sqlstore"
 )
 
@@ -33,14 +34,13 @@ type cluster struct {
 
 const replicaTTL = time.Second
 
-func newCluster(t *testing.T, n int, settle time.Duration) *cluster {
+func newCluster(t *testing.T, dsn string, n int, settle time.Duration) *cluster {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "cluster.db")
 	key := make([]byte, 32) // replicas share the server's secret key
 	c := &cluster{t: t, op: suanli.NewContextWithPrincipal(context.Background(),
 		&suanli.Principal{AccountID: 999, Role: suanli.RoleOperator, Scopes: []string{suanli.ScopeAll}})}
 	for i := 0; i < n; i++ {
-		db, err := sqlstore.Open(context.Background(), path)
+		db, err := sqlstore.Open(context.Background(), dsn)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,17 +100,23 @@ func (c *cluster) waitLeader(d time.Duration, excluded *replica) (*replica, time
 	return nil, 0
 }
 
-// TestReplicasShareOneSQLite runs three control planes on one SQLite file:
+// TestReplicasShareOneDatabase runs three control planes on one database
+// (a SQLite file; a PostgreSQL schema when SUANLI_TEST_POSTGRES_DSN is set):
 // only one runs the singleton loops; when it shuts down, and when it goes
 // silent (its store fails), another takes them over within the lease TTL;
 // closes stay contiguous and never settle a period twice; a listing made
 // on one replica is in every other replica's search within a second; and
 // an agent waiting on one replica is woken by a rental made on another.
-func TestReplicasShareOneSQLite(t *testing.T) {
+func TestReplicasShareOneDatabase(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs for several lease TTLs")
 	}
-	c := newCluster(t, 3, 200*time.Millisecond)
+	t.Run("sqlite", func(t *testing.T) { testReplicas(t, filepath.Join(t.TempDir(), "cluster.db")) })
+	t.Run("postgres", func(t *testing.T) { testReplicas(t, pgtest.DSN(t)) })
+}
+
+func testReplicas(t *testing.T, dsn string) {
+	c := newCluster(t, dsn, 3, 200*time.Millisecond)
 	r0 := c.replicas[0]
 	ctx := context.Background()
 
