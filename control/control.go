@@ -159,6 +159,7 @@ func New(ctx context.Context, store *sqlstore.DB, cfg Config, logger *slog.Logge
 	s := &Service{Store: store, Index: market.NewIndex(), Logger: logger, Now: time.Now, cfg: cfg,
 		Client: &http.Client{Timeout: 10 * time.Second}, lowSince: map[int64]time.Time{}, leaseWake: make(chan struct{}, 1)}
 	s.started = s.Now()
+	s.tasks.relay = s.relayResult
 	master := cfg.SecretKey
 	if master == nil {
 		master = make([]byte, 32)

@@ -125,6 +125,10 @@ func (s *Service) periodic(ctx context.Context) {
 			_, err := s.Store.PruneChanges(ctx, time.Now().Add(-changesKept))
 			return err
 		}},
+		{"prune agent tasks", func(ctx context.Context) error {
+			_, err := s.Store.PruneAgentTasks(ctx, time.Now().Add(-taskKept))
+			return err
+		}},
 	} {
 		if ctx.Err() != nil {
 			return

@@ -357,7 +357,8 @@ func (s *Service) pollChanges(ctx context.Context) error {
 			return err
 		}
 		now := time.Now()
-		machines := map[int64]bool{}
+		machines := map[int64]bool{}                         // offers to reload, agents to wake
+		tasks, results := map[int64]bool{}, map[int64]bool{} // agent task relay
 		all, lease := false, false
 		var lag time.Duration
 		for _, ch := range cs {
@@ -378,6 +379,10 @@ func (s *Service) pollChanges(ctx context.Context) error {
 				lease = true
 			case ch.Kind == sqlstore.ChangeAll:
 				all = true
+			case ch.Kind == sqlstore.ChangeTask:
+				tasks[ch.MachineID] = true
+			case ch.Kind == sqlstore.ChangeTaskResult:
+				results[ch.MachineID] = true
 			case ch.MachineID != 0:
 				machines[ch.MachineID] = true
 			}
@@ -399,6 +404,25 @@ func (s *Service) pollChanges(ctx context.Context) error {
 				}
 			}
 			s.hub.wake(id)
+		}
+		for id := range tasks {
+			ts, err := s.Store.PendingAgentTasks(ctx, id, now.Add(-taskKept))
+			if err != nil {
+				return err
+			}
+			s.tasks.setRemote(id, ts)
+			s.hub.wake(id)
+		}
+		for id := range results {
+			if ids := s.tasks.waiting(id); len(ids) > 0 {
+				rs, err := s.Store.TaskResults(ctx, ids)
+				if err != nil {
+					return err
+				}
+				for _, r := range rs {
+					s.tasks.deliver(id, []suanli.TaskResult{r})
+				}
+			}
 		}
 		if lease {
 			select {

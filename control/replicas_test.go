@@ -350,3 +350,89 @@ func testReplicas(t *testing.T, dsn string) {
 		t.Errorf("instance %d settled %s for at most %s running: want (0, %s]", in.ID, settled, ran, most)
 	}
 }
+
+// TestAgentTaskAcrossReplicas: an exec taken by one replica reaches the
+// agent syncing with another, and its result comes back, through the store.
+func TestAgentTaskAcrossReplicas(t *testing.T) {
+	c := newCluster(t, filepath.Join(t.TempDir(), "cluster.db"), 2, time.Hour)
+	r0, r1 := c.replicas[0], c.replicas[1]
+	ctx := context.Background()
+	host, _, err := r0.svc.CreateAccountWithKey(ctx, "host", suanli.RoleUser, suanli.Dollars(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostCtx := suanli.NewContextWithPrincipal(ctx, &suanli.Principal{AccountID: host.ID, Role: host.Role, Scopes: []string{suanli.ScopeAll}})
+	tok, err := r0.svc.CreateJoinToken(hostCtx, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hw := suanli.Hardware{Hostname: "rig", CPUArch: "amd64", CPUCores: 16, RAMMB: 64 << 10, DiskFreeGB: 1000,
+		GPUs: []suanli.GPU{{Index: 0, UUID: "g0", Name: "RTX 4090", MemoryMB: 24 << 10}}}
+	j, err := r0.svc.Join(ctx, suanli.JoinRequest{Token: tok.Token, Hardware: hw, Runtime: "process"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	price := suanli.Money(1_000_000)
+	if _, err := r0.svc.ListMachine(hostCtx, j.MachineID, suanli.ListingUpdate{PriceGPU: &price}); err != nil {
+		t.Fatal(err)
+	}
+	in, err := r0.svc.CreateInstance(hostCtx, suanli.InstanceCreate{OfferID: j.MachineID, Image: "img", Cmd: []string{"train"}, GPUCount: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The agent long-polls r1 only, runs every task it is given, and reports
+	// the result on its next sync.
+	stop, cancel := context.WithCancel(ctx)
+	defer cancel()
+	agent := suanli.NewContextWithPrincipal(stop, &suanli.Principal{AccountID: host.ID, Scopes: []string{suanli.ScopeAgent}, MachineID: j.MachineID})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		var version int64
+		var results []suanli.TaskResult
+		done := map[string]bool{}
+		for stop.Err() == nil {
+			resp, err := r1.svc.Sync(agent, &suanli.SyncRequest{MachineID: j.MachineID, Runtime: "process", Wait: len(results) == 0,
+				KnownVersion: version, Instances: []suanli.InstanceReport{{ID: in.ID, Status: suanli.StatusRunning}}, TaskResults: results})
+			if err != nil {
+				if stop.Err() == nil {
+					t.Errorf("sync: %v", err)
+				}
+				return
+			}
+			version, results = resp.Version, nil
+			for _, task := range resp.Tasks {
+				if !done[task.ID] {
+					done[task.ID] = true
+					results = append(results, suanli.TaskResult{ID: task.ID, Output: []byte("ran " + task.Cmd[0] + " on the agent")})
+				}
+			}
+		}
+	}()
+	waitRunning := time.Now()
+	for {
+		got, err := r0.svc.FindInstanceByID(hostCtx, in.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status == suanli.StatusRunning {
+			break
+		}
+		if time.Since(waitRunning) > 5*time.Second {
+			t.Fatalf("instance %d is %s, not running", in.ID, got.Status)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	start := time.Now()
+	res, err := r0.svc.Exec(hostCtx, in.ID, []string{"nvidia-smi"}, 10*time.Second)
+	if err != nil {
+		t.Fatalf("exec on r0, agent on r1: %v", err)
+	}
+	if string(res.Output) != "ran nvidia-smi on the agent" {
+		t.Fatalf("exec output = %q", res.Output)
+	}
+	t.Logf("exec taken by r0 answered by the agent on r1 in %s", time.Since(start).Round(time.Millisecond))
+	cancel()
+	wg.Wait()
+}

@@ -18,4 +18,18 @@ CREATE TABLE changes (
 );
 CREATE INDEX changes_at ON changes (at);
 -- The lease term of the replica that made each close (0: no lease).
-ALTER TABLE bill_closes ADD COLUMN term BIGINT NOT NULL DEFAULT 0
+ALTER TABLE bill_closes ADD COLUMN term BIGINT NOT NULL DEFAULT 0;
+
+-- Agent tasks (exec, pre-flight) relayed between replicas: the replica that
+-- took the request posts the task, whichever replica the machine's agent
+-- syncs with lists it and posts the result back. Rows live while the
+-- request waits.
+CREATE TABLE agent_tasks (
+	id         TEXT PRIMARY KEY,
+	machine_id BIGINT NOT NULL,
+	origin     TEXT NOT NULL,
+	task       TEXT NOT NULL,
+	result     TEXT,
+	created_at BIGINT NOT NULL
+);
+CREATE INDEX agent_tasks_machine ON agent_tasks (machine_id)
