@@ -2,13 +2,17 @@ package http_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,12 +31,14 @@ type env struct {
 	machineID         int64
 	renterID, otherID int64
 	agent             *shttp.Client
+	dbPath            string
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	ctx := context.Background()
-	db, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	path := filepath.Join(t.TempDir(), "s.db")
+	db, err := sqlstore.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +50,7 @@ func newEnv(t *testing.T) *env {
 	}
 	srv := httptest.NewServer(shttp.NewServer(svc, logger))
 	t.Cleanup(srv.Close)
-	e := &env{srv: srv, svc: svc}
+	e := &env{srv: srv, svc: svc, dbPath: path}
 	_, opKey, err := svc.CreateAccountWithKey(ctx, "operator", suanli.RoleOperator, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -360,4 +366,78 @@ func TestIdempotencyKey(t *testing.T) {
 		t.Errorf("another account's key collided")
 	}
 	resp.Body.Close()
+}
+
+// TestIdempotencyKeyAcrossReplicas: a create retried with the same key on
+// another replica (behind a load balancer) while the first still runs
+// waits for the first's reply instead of renting twice.
+func TestIdempotencyKeyAcrossReplicas(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	db2, err := sqlstore.Open(ctx, e.dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db2.Close() })
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	svc2, err := control.New(ctx, db2, control.Config{HeartbeatInterval: 3 * time.Second}, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv2 := httptest.NewServer(shttp.NewServer(svc2, logger))
+	t.Cleanup(srv2.Close)
+	post := func(url, key string) rawResp {
+		req, _ := http.NewRequest("POST", url+"/v1/instances", strings.NewReader(`{"offer_id":1,"image":"x","num_gpus":1,"cmd":["true"]}`))
+		req.Header.Set("Authorization", "Bearer "+e.renter.APIKey)
+		req.Header.Set("Idempotency-Key", key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+			return rawResp{}
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return rawResp{resp.StatusCode, string(b), resp.Header}
+	}
+	// The same key sent to both replicas at once, twice over (the machine
+	// has two GPUs).
+	for i := 0; i < 2; i++ {
+		key := fmt.Sprintf("both-%d", i)
+		var a, b rawResp
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); a = post(e.srv.URL, key) }()
+		go func() { defer wg.Done(); b = post(srv2.URL, key) }()
+		wg.Wait()
+		if a.StatusCode != 201 || b.StatusCode != 201 || a.Body != b.Body {
+			t.Fatalf("key %s on two replicas: %d %s / %d %s", key, a.StatusCode, a.Body, b.StatusCode, b.Body)
+		}
+	}
+	if _, n, _ := e.renter.FindInstances(ctx, suanli.InstanceFilter{}); n != 2 {
+		t.Fatalf("%d instances after 2 keys sent twice each, want 2", n)
+	}
+	// A request still running on one replica (its claim in the store): the
+	// other waits for its reply.
+	this := sqlstore.Idempotent{Method: "POST", Path: "/v1/instances", BodyHash: ""}
+	body := `{"offer_id":1,"image":"x","num_gpus":1,"cmd":["true"]}`
+	sum := sha256.Sum256([]byte(body))
+	this.BodyHash = hex.EncodeToString(sum[:])
+	if _, claimed, err := db2.ClaimIdempotent(ctx, e.renterID, "slow", this, time.Now(), time.Minute); err != nil || !claimed {
+		t.Fatalf("claim: %v, %v", claimed, err)
+	}
+	got := make(chan rawResp, 1)
+	go func() { got <- post(e.srv.URL, "slow") }()
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case r := <-got:
+		t.Fatalf("answered while the key's first request still runs: %d %s", r.StatusCode, r.Body)
+	default:
+	}
+	this.Status, this.Response = 201, []byte(`{"id":999}`)
+	if err := db2.PutIdempotent(ctx, e.renterID, "slow", this, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-got; r.StatusCode != 201 || r.Body != `{"id":999}` || r.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("after the first request's reply: %d %s, want its reply replayed", r.StatusCode, r.Body)
+	}
 }
