@@ -19,6 +19,7 @@ import (
 	"github.com/suanli/suanli"
 	"github.com/suanli/suanli/control"
 	shttp "github.com/suanli/suanli/http"
+	"github.com/suanli/suanli/internal/pgtest"
 	"github.com/suanli/suanli/sqlstore"
 )
 
@@ -37,7 +38,7 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "s.db")
+	path := pgtest.StoreDSN(t, filepath.Join(t.TempDir(), "s.db"))
 	db, err := sqlstore.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
