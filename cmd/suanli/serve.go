@@ -356,7 +356,13 @@ checkpoint outside the database). Back them up with the database: secrets
 sealed under a lost secret.key do not open again.
 
 Accounts are created by the operator (suanli admin accounts create NAME);
-there is no self-service signup.`,
+there is no self-service signup.
+
+Several servers can share one PostgreSQL database (--db postgres://…, each
+with its own --home holding copies of the same keys): any of them serves any
+request, and the singleton loops (hour close, host leases, bookings) run on
+the one holding the lease, moving within --lease-ttl when it dies. 'suanli
+cluster status' shows which; docs/deploy.md has the details.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			unlock, err := lockHome(a.home)
