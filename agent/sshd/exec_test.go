@@ -64,22 +64,7 @@ func TestExecTarget(t *testing.T) {
 	e := startEnv(t) // for the CA, keys and known_hosts; its server is not used
 	work := t.TempDir()
 	target := &localExec{dir: work, running: true}
-	host, err := sshd.LoadOrCreateHostKey(filepath.Join(e.dir, "host_key"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := &sshca.Verifier{}
-	v.SetAuthorities([]string{e.ca.AuthorizedKey()})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	srv := &sshd.Server{HostKey: host, Verifier: v, Target: sshd.ExecTarget{Runtime: target}, Logger: slog.New(slog.NewTextHandler(&testWriter{t}, nil))}
-	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() { cancel(); <-done })
-	e.addr = ln.Addr().(*net.TCPAddr)
+	e.serveExec(target)
 	cert := e.cert(1, 5*time.Minute, "127.0.0.1/32")
 
 	out, errOut, code := e.ssh(cert, "1", nil, `echo "in $SUANLI_INSTANCE_ID at $(pwd)"; exit 5`)
@@ -156,6 +141,23 @@ func (l *ttyExec) ExecTTY(ctx context.Context, id int64, cmd, env []string, term
 func TestExecTargetTerminal(t *testing.T) {
 	e := startEnv(t)
 	target := &ttyExec{localExec: &localExec{dir: t.TempDir(), running: true}}
+	e.serveExec(target)
+	cert := e.cert(1, 5*time.Minute, "127.0.0.1/32")
+
+	out, errOut, code := e.ssh(cert, "1", []string{"-tt"}, "tty; exit 3")
+	if code != 3 || !strings.Contains(out, "/dev/pts/") || target.calls.Load() != 1 {
+		t.Errorf("-tt: code %d, out %q, err %q, %d terminal execs; want 3, a pseudo-terminal, 1", code, out, errOut, target.calls.Load())
+	}
+	// Without -t the command runs without a terminal, through Exec.
+	if out, _, code := e.ssh(cert, "1", nil, "tty; exit 0"); !strings.Contains(out, "not a tty") || target.calls.Load() != 1 {
+		t.Errorf("no -t: code %d, out %q; want not a tty, through Exec", code, out)
+	}
+}
+
+// serveExec points e at a new endpoint whose target is the exec target over
+// runtime (e's own server is left unused).
+func (e *env) serveExec(runtime sshd.Execer) {
+	t := e.t
 	host, err := sshd.LoadOrCreateHostKey(filepath.Join(e.dir, "host_key"))
 	if err != nil {
 		t.Fatal(err)
@@ -168,18 +170,8 @@ func TestExecTargetTerminal(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	srv := &sshd.Server{HostKey: host, Verifier: v, Target: sshd.ExecTarget{Runtime: target}, Logger: slog.New(slog.NewTextHandler(&testWriter{t}, nil))}
+	srv := &sshd.Server{HostKey: host, Verifier: v, Target: sshd.ExecTarget{Runtime: runtime}, Logger: slog.New(slog.NewTextHandler(&testWriter{t}, nil))}
 	go func() { done <- srv.Serve(ctx, ln) }()
 	t.Cleanup(func() { cancel(); <-done })
 	e.addr = ln.Addr().(*net.TCPAddr)
-	cert := e.cert(1, 5*time.Minute, "127.0.0.1/32")
-
-	out, errOut, code := e.ssh(cert, "1", []string{"-tt"}, "tty; exit 3")
-	if code != 3 || !strings.Contains(out, "/dev/pts/") || target.calls.Load() != 1 {
-		t.Errorf("-tt: code %d, out %q, err %q, %d terminal execs; want 3, a pseudo-terminal, 1", code, out, errOut, target.calls.Load())
-	}
-	// Without -t the command runs without a terminal, through Exec.
-	if out, _, code := e.ssh(cert, "1", nil, "tty; exit 0"); !strings.Contains(out, "not a tty") || target.calls.Load() != 1 {
-		t.Errorf("no -t: code %d, out %q; want not a tty, through Exec", code, out)
-	}
 }

@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime/pprof"
 	"slices"
 	"sort"
 	"sync"
@@ -114,17 +113,11 @@ func runHTTPSearch(ctx context.Context, args []string) error {
 		}
 	}
 	fmt.Fprintf(os.Stderr, "verified %d queries; %d clients for %s…\n", len(qs), *clients, *dur)
-	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(*cpuprofile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	var mu sync.Mutex
 	var lat []time.Duration
 	var errs atomic.Int64
