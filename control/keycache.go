@@ -9,8 +9,9 @@ import (
 
 // keyCacheTTL is how long a verified API key is trusted without reading it
 // again. Revoking or rotating a key on this replica clears the cache at
-// once; a key revoked through another replica stops working here within
-// this time.
+// once; a key revoked through another replica stops working here when the
+// change feed says so (within about FeedInterval), and within this time at
+// the latest.
 const keyCacheTTL = 2 * time.Second
 
 // keyCache remembers API keys (and their accounts' roles) recently read

@@ -251,8 +251,9 @@ func (s *Service) holdLease(ctx context.Context, l sqlstore.Lease, renewed time.
 
 // follow reads the change feed until ctx ends: every FeedInterval it reads
 // the changes other replicas committed and reloads the offers of the
-// machines they name, wakes those machines' agents waiting here, and wakes
-// the lease loop when the lease moved. Off the lease, it also applies the
+// machines they name, wakes those machines' agents waiting here, hands over
+// agent tasks and their results, drops the API keys it verified recently
+// when one was revoked, and wakes the lease loop when the lease moved. Off the lease, it also applies the
 // idle guard to the instances whose telemetry arrives here.
 func (s *Service) follow(ctx context.Context) {
 	t := time.NewTicker(s.cfg.FeedInterval)
@@ -377,6 +378,9 @@ func (s *Service) pollChanges(ctx context.Context) error {
 			switch {
 			case ch.Kind == sqlstore.ChangeLease:
 				lease = true
+			case ch.Kind == sqlstore.ChangeKeys:
+				s.keys.clear() // a key revoked elsewhere stops working here now
+
 			case ch.Kind == sqlstore.ChangeAll:
 				all = true
 			case ch.Kind == sqlstore.ChangeTask:

@@ -436,3 +436,36 @@ func TestAgentTaskAcrossReplicas(t *testing.T) {
 	cancel()
 	wg.Wait()
 }
+
+// TestRevokedKeyAcrossReplicas: a key revoked through one replica stops
+// working on another as soon as the change feed says so, not when that
+// replica's cache of verified keys runs out.
+func TestRevokedKeyAcrossReplicas(t *testing.T) {
+	c := newCluster(t, filepath.Join(t.TempDir(), "cluster.db"), 2, time.Hour)
+	r0, r1 := c.replicas[0], c.replicas[1]
+	ctx := context.Background()
+	a, secret, err := r0.svc.CreateAccountWithKey(ctx, "renter", suanli.RoleUser, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := r1.svc.Authenticate(ctx, secret, "127.0.0.1") // now cached on r1
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := suanli.NewContextWithPrincipal(ctx, &suanli.Principal{AccountID: a.ID, Role: a.Role, Scopes: []string{suanli.ScopeAll}})
+	if _, err := r0.svc.RevokeAPIKey(own, p.KeyID); err != nil {
+		t.Fatal(err)
+	}
+	revoked := time.Now()
+	for {
+		_, err := r1.svc.Authenticate(ctx, secret, "127.0.0.1")
+		if suanli.ErrorCode(err) == suanli.EUNAUTHORIZED {
+			break
+		}
+		if time.Since(revoked) > time.Second {
+			t.Fatalf("a key revoked on r0 still works on r1 after 1s: %v", err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Logf("a key revoked on r0 stopped working on r1 after %s", time.Since(revoked).Round(time.Millisecond))
+}

@@ -18,6 +18,7 @@ const (
 	ChangeReliability = "reliability" // a machine's reliability score crossed a step
 	ChangeMachine     = "machine"     // a machine joined
 	ChangeLease       = "lease"       // a lease changed holder or was released (machine 0)
+	ChangeKeys        = "keys"        // an API key was revoked or cut short (machine 0)
 	ChangeAll         = "all"         // reload everything (machine 0)
 )
 
