@@ -10,7 +10,9 @@ import (
 // TestApplyPlacementsSeesNewBookings: a plan made before a booking on its
 // machine is refused as stale (the booking may hold the GPUs the plan
 // gives away), and nothing is written; a plan that saw it goes through.
-func TestApplyPlacementsSeesNewBookings(t *testing.T) { EachBackend(t, testApplyPlacementsSeesNewBookings) }
+func TestApplyPlacementsSeesNewBookings(t *testing.T) {
+	EachBackend(t, testApplyPlacementsSeesNewBookings)
+}
 
 func testApplyPlacementsSeesNewBookings(t *testing.T, be Backend) {
 	db := be.MustOpen(t)
