@@ -124,7 +124,7 @@ func open(ctx context.Context, dsn string) (*DB, error) {
 	s := &DB{db: db, dialect: d, path: dsn}
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("open %s %s: %w", d.Name, redactDSN(dsn), err)
+		return nil, fmt.Errorf("open %s %s: %w", d.Name, RedactDSN(dsn), err)
 	}
 	if d.Name == "postgres" {
 		var where string
@@ -134,7 +134,7 @@ func open(ctx context.Context, dsn string) (*DB, error) {
 		}
 		if strings.HasSuffix(where, ".") {
 			db.Close()
-			return nil, suanli.Errorf(suanli.EINVALID, "open %s: no schema to write in: the search_path names no existing schema (create it, or fix search_path in the DSN)", redactDSN(dsn))
+			return nil, suanli.Errorf(suanli.EINVALID, "open %s: no schema to write in: the search_path names no existing schema (create it, or fix search_path in the DSN)", RedactDSN(dsn))
 		}
 		h := fnv.New64a()
 		h.Write([]byte("suanli/" + where))
@@ -143,8 +143,8 @@ func open(ctx context.Context, dsn string) (*DB, error) {
 	return s, nil
 }
 
-// redactDSN returns dsn without its password, for messages.
-func redactDSN(dsn string) string {
+// RedactDSN returns dsn with its password replaced, for logs and messages.
+func RedactDSN(dsn string) string {
 	u, err := url.Parse(dsn)
 	if err != nil || u.User == nil {
 		return dsn
