@@ -27,10 +27,10 @@ type LedgerTotals struct {
 	Txns       int64        `json:"txns"`
 	TxnSum     suanli.Money `json:"txn_sum"`
 	Postings   int64        `json:"postings"`
-	PostingSum suanli.Money `json:"posting_sum"` // 0 in a balanced ledger
-	Accounts   int          `json:"accounts"`    // ledger accounts with postings or a balance
-	Balances   suanli.Money `json:"balances"`    // sum of all cached balances: 0 in a balanced ledger
-	Credit     suanli.Money `json:"credit"`      // what the platform has credited (minus its credit account)
+	PostingSum suanli.Money `json:"posting_sum"`     // 0 in a balanced ledger
+	Accounts   int          `json:"accounts"`        // ledger accounts with postings or a balance
+	Balances   suanli.Money `json:"balances"`        // sum of all cached balances: 0 in a balanced ledger
+	Credit     suanli.Money `json:"credit"`          // what the platform has credited (minus its credit account)
 	Renters    suanli.Money `json:"renter_balances"` // all acct:N:balance
 	Earnings   suanli.Money `json:"host_earnings"`   // all acct:N:earnings
 	Fees       suanli.Money `json:"platform_fees"`
