@@ -143,10 +143,16 @@ func open(ctx context.Context, dsn string) (*DB, error) {
 	return s, nil
 }
 
+var dsnPassword = regexp.MustCompile(`(://[^:/@]*:)[^@]*@`)
+
 // RedactDSN returns dsn with its password replaced, for logs and messages.
 func RedactDSN(dsn string) string {
 	u, err := url.Parse(dsn)
-	if err != nil || u.User == nil {
+	if err != nil {
+		// Not a URL Go parses (several hosts, say): cut user:password@.
+		return dsnPassword.ReplaceAllString(dsn, "${1}xxxxx@")
+	}
+	if u.User == nil {
 		return dsn
 	}
 	if _, ok := u.User.Password(); ok {
