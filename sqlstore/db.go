@@ -59,6 +59,10 @@ var Postgres = Dialect{Name: "postgres", Driver: "pgx", Dollar: true,
 	WriteLock: `SELECT pg_advisory_xact_lock(?)`,
 }
 
+// PostgresMaxConns is how many connections one store opens to PostgreSQL
+// at most.
+const PostgresMaxConns = 20
+
 // IsPostgres reports whether dsn names a PostgreSQL database
 // (postgres:// or postgresql://) rather than a SQLite file.
 func IsPostgres(dsn string) bool {
@@ -113,8 +117,10 @@ func open(ctx context.Context, dsn string) (*DB, error) {
 	} else {
 		db, err = sql.Open(d.Driver, dsn)
 		if err == nil {
-			// Idle connections are kept for the next request; writers
-			// queue on the advisory lock, not on the pool.
+			// Bounded, so that a burst of requests queues here rather than
+			// exhausting the server's max_connections (100 by default,
+			// shared by every replica); idle ones are kept for the next.
+			db.SetMaxOpenConns(PostgresMaxConns)
 			db.SetMaxIdleConns(8)
 		}
 	}
