@@ -2,10 +2,12 @@ package sqlstore_test
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/internal/pgtest"
 	"github.com/suanli/suanli/sqlstore"
 )
 
@@ -81,5 +83,18 @@ func testWritersOnTwoHandles(t *testing.T, b Backend) {
 	}
 	if chk.PostingSum != 0 || len(chk.Mismatched) > 0 || len(chk.UnbalancedTxn) > 0 {
 		t.Errorf("ledger after racing writers: %+v", chk)
+	}
+}
+
+// TestOpenNamesAMissingSchema: a DSN whose search_path names no schema is
+// refused with a message that says what to fix, not a failed CREATE TABLE.
+func TestOpenNamesAMissingSchema(t *testing.T) {
+	dsn, err := pgtest.WithSchema(pgtest.DSN(t), "suanli_no_such_schema")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = sqlstore.Open(t.Context(), dsn)
+	if suanli.ErrorCode(err) != suanli.EINVALID || !strings.Contains(suanli.ErrorMessage(err), "search_path") {
+		t.Errorf("Open with a missing schema: %v, want invalid naming the search_path", err)
 	}
 }

@@ -59,6 +59,10 @@ var Postgres = Dialect{Name: "postgres", Driver: "pgx", Dollar: true,
 	WriteLock: `SELECT pg_advisory_xact_lock(?)`,
 }
 
+// PostgresMaxConns is how many connections one store opens to PostgreSQL
+// at most.
+const PostgresMaxConns = 20
+
 // IsPostgres reports whether dsn names a PostgreSQL database
 // (postgres:// or postgresql://) rather than a SQLite file.
 func IsPostgres(dsn string) bool {
@@ -114,8 +118,10 @@ func open(ctx context.Context, dsn string) (*DB, error) {
 	} else {
 		db, err = sql.Open(d.Driver, dsn)
 		if err == nil {
-			// Idle connections are kept for the next request; writers
-			// queue on the advisory lock, not on the pool.
+			// Bounded, so that a burst of requests queues here rather than
+			// exhausting the server's max_connections (100 by default,
+			// shared by every replica); idle ones are kept for the next.
+			db.SetMaxOpenConns(PostgresMaxConns)
 			db.SetMaxIdleConns(8)
 		}
 	}
@@ -125,7 +131,7 @@ func open(ctx context.Context, dsn string) (*DB, error) {
 	s := &DB{db: db, dialect: d, path: dsn, origin: newOrigin()}
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("open %s %s: %w", d.Name, redactDSN(dsn), err)
+		return nil, fmt.Errorf("open %s %s: %w", d.Name, RedactDSN(dsn), err)
 	}
 	if d.Name == "postgres" {
 		var where string
@@ -135,7 +141,7 @@ func open(ctx context.Context, dsn string) (*DB, error) {
 		}
 		if strings.HasSuffix(where, ".") {
 			db.Close()
-			return nil, suanli.Errorf(suanli.EINVALID, "open %s: no schema to write in: the search_path names no existing schema (create it, or fix search_path in the DSN)", redactDSN(dsn))
+			return nil, suanli.Errorf(suanli.EINVALID, "open %s: no schema to write in: the search_path names no existing schema (create it, or fix search_path in the DSN)", RedactDSN(dsn))
 		}
 		h := fnv.New64a()
 		h.Write([]byte("suanli/" + where))
@@ -144,10 +150,16 @@ func open(ctx context.Context, dsn string) (*DB, error) {
 	return s, nil
 }
 
-// redactDSN returns dsn without its password, for messages.
-func redactDSN(dsn string) string {
+var dsnPassword = regexp.MustCompile(`(://[^:/@]*:)[^@]*@`)
+
+// RedactDSN returns dsn with its password replaced, for logs and messages.
+func RedactDSN(dsn string) string {
 	u, err := url.Parse(dsn)
-	if err != nil || u.User == nil {
+	if err != nil {
+		// Not a URL Go parses (several hosts, say): cut user:password@.
+		return dsnPassword.ReplaceAllString(dsn, "${1}xxxxx@")
+	}
+	if u.User == nil {
 		return dsn
 	}
 	if _, ok := u.User.Password(); ok {

@@ -287,7 +287,7 @@ func startControlPlane(ctx context.Context, a *app, c serverConfig, logger *slog
 		store.Close()
 		close(r.done)
 	}()
-	logger.Info("control plane listening", "url", url, "db", dsn, "vast_api", c.VastAPI, "replica", store.Origin())
+	logger.Info("control plane listening", "url", url, "db", sqlstore.RedactDSN(dsn), "vast_api", c.VastAPI, "replica", store.Origin())
 	return r, nil
 }
 
