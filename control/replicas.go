@@ -191,7 +191,8 @@ func (s *Service) lead(ctx context.Context) {
 // holdLease runs the singleton loops under l, renewing it, until ctx ends
 // (then it stops them, lets them close the books, and releases the lease)
 // or the lease is lost (then it stops them at once: another replica runs
-// them now).
+// them now). Renewals run beside the loop, so that a renewal stuck on the
+// database cannot hold the loops past the point where they must stop.
 func (s *Service) holdLease(ctx context.Context, l sqlstore.Lease, renewed time.Time) {
 	hold, renew, giveUp := leaseTimes(s.cfg.LeaseTTL)
 	s.seeLease(l, true)
@@ -206,11 +207,18 @@ func (s *Service) holdLease(ctx context.Context, l sqlstore.Lease, renewed time.
 	defer tick.Stop()
 	deadline := time.NewTimer(time.Until(renewed.Add(giveUp)))
 	defer deadline.Stop()
+	type renewal struct {
+		l     sqlstore.Lease
+		start time.Time
+		err   error
+	}
+	renewals := make(chan renewal, 1) // at most one in flight
+	inFlight := false
 	lose := func(why string, err error) {
 		stop(errLeaseLost)
-		<-done
-		s.seeLease(l, false)
+		s.seeLease(l, false) // stopping now; the loops end at their next step
 		s.Logger.Warn("lease lost: singleton loops stopped", "lease", l.Name, "term", l.Term, "why", why, "err", err)
+		<-done
 	}
 	for {
 		select {
@@ -231,20 +239,29 @@ func (s *Service) holdLease(ctx context.Context, l sqlstore.Lease, renewed time.
 			lose("no renewal within the lease", nil)
 			return
 		case <-tick.C:
-			start := time.Now()
-			rctx, cancel := context.WithTimeout(ctx, renew)
-			nl, err := s.Store.RenewLease(rctx, l, start, hold)
-			cancel()
-			if suanli.ErrorCode(err) == suanli.ECONFLICT {
-				lose("another replica holds it", err)
-				return
-			} else if err != nil {
-				s.Logger.Error("renew lease", "term", l.Term, "err", err) // try again at the next tick, until the deadline
+			if inFlight {
 				continue
 			}
-			l = nl
+			inFlight = true
+			start, cur := time.Now(), l
+			go func() {
+				rctx, cancel := context.WithDeadline(lctx, start.Add(giveUp))
+				defer cancel()
+				nl, err := s.Store.RenewLease(rctx, cur, start, hold)
+				renewals <- renewal{nl, start, err}
+			}()
+		case r := <-renewals:
+			inFlight = false
+			if suanli.ErrorCode(r.err) == suanli.ECONFLICT {
+				lose("another replica holds it", r.err)
+				return
+			} else if r.err != nil {
+				s.Logger.Error("renew lease", "term", l.Term, "err", r.err) // again at the next tick, until the deadline
+				continue
+			}
+			l = r.l
 			s.seeLease(l, true)
-			deadline.Reset(time.Until(start.Add(giveUp)))
+			deadline.Reset(time.Until(r.start.Add(giveUp)))
 		}
 	}
 }

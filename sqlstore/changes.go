@@ -64,7 +64,7 @@ func (s *DB) NoteChange(ctx context.Context, kind string, machineID int64) error
 // reader starts after it, having loaded everything it keeps.
 func (s *DB) LastChange(ctx context.Context) (int64, error) {
 	var n int64
-	err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM changes`).Scan(&n)
+	err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(id), 0) FROM changes`).Scan(&n)
 	return n, err
 }
 
@@ -72,15 +72,15 @@ func (s *DB) LastChange(ctx context.Context) (int64, error) {
 // changes numbered in also (sequence numbers the reader saw skipped, which
 // a transaction still open may yet commit; see control's follower).
 func (s *DB) Changes(ctx context.Context, after int64, also []int64, limit int) ([]Change, error) {
-	query := `SELECT seq, kind, machine_id, origin, at FROM changes WHERE seq > ?`
+	query := `SELECT id, kind, machine_id, origin, at FROM changes WHERE id > ?`
 	args := []any{after}
 	if len(also) > 0 {
-		query += ` OR seq IN (` + strings.TrimSuffix(strings.Repeat("?, ", len(also)), ", ") + `)`
+		query += ` OR id IN (` + strings.TrimSuffix(strings.Repeat("?, ", len(also)), ", ") + `)`
 		for _, v := range also {
 			args = append(args, v)
 		}
 	}
-	query += fmt.Sprintf(` ORDER BY seq LIMIT %d`, limit)
+	query += fmt.Sprintf(` ORDER BY id LIMIT %d`, limit)
 	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
 	if err != nil {
 		return nil, err
@@ -102,7 +102,7 @@ func (s *DB) Changes(ctx context.Context, after int64, also []int64, limit int) 
 // PruneChanges deletes changes written before before, keeping the newest
 // (so that sequence numbers never restart). It returns how many it deleted.
 func (s *DB) PruneChanges(ctx context.Context, before time.Time) (int64, error) {
-	res, err := s.db.ExecContext(ctx, s.q(`DELETE FROM changes WHERE at < ? AND seq < (SELECT MAX(seq) FROM changes)`), before.UnixMicro())
+	res, err := s.db.ExecContext(ctx, s.q(`DELETE FROM changes WHERE at < ? AND id < (SELECT MAX(id) FROM changes)`), before.UnixMicro())
 	if err != nil {
 		return 0, err
 	}

@@ -10,7 +10,7 @@ CREATE TABLE leases (
 	acquired_at BIGINT NOT NULL
 );
 CREATE TABLE changes (
-	seq        INTEGER PRIMARY KEY,
+	id         INTEGER PRIMARY KEY, -- the sequence number: named id like every serial key (suanli migrate resets it)
 	kind       TEXT NOT NULL,
 	machine_id BIGINT NOT NULL DEFAULT 0,
 	origin     TEXT NOT NULL DEFAULT '',
