@@ -115,6 +115,7 @@ type Service struct {
 	// lowSince remembers since when an account's balance has been at or below zero.
 	lowMu    sync.Mutex
 	lowSince map[int64]time.Time
+	keys     keyCache // recently verified API keys (keycache.go)
 }
 
 var (
@@ -199,35 +200,45 @@ func (s *Service) Authenticate(ctx context.Context, secret, addr string) (*suanl
 	if !auth.WellFormed(secret, prefix) {
 		return nil, suanli.Errorf(suanli.EUNAUTHORIZED, "%s is malformed (expected %s… with a valid checksum): check for a copy-paste error", what, prefix)
 	}
-	k, err := s.Store.FindAPIKeyByHash(ctx, auth.Hash(secret))
-	if suanli.ErrorCode(err) == suanli.ENOTFOUND {
-		return nil, suanli.Errorf(suanli.EUNAUTHORIZED, "%s not recognised", what)
-	} else if err != nil {
-		return nil, err
-	}
+	hash := auth.Hash(secret)
 	now := s.now()
+	e, ok := s.keys.get(hash, now)
+	if !ok {
+		k, err := s.Store.FindAPIKeyByHash(ctx, hash)
+		if suanli.ErrorCode(err) == suanli.ENOTFOUND {
+			return nil, suanli.Errorf(suanli.EUNAUTHORIZED, "%s not recognised", what)
+		} else if err != nil {
+			return nil, err
+		}
+		e = cachedKey{key: *k, read: now}
+		if k.ParentID != 0 {
+			if e.parent, err = s.Store.FindAPIKeyByID(ctx, k.ParentID); err != nil {
+				return nil, suanli.Errorf(suanli.EUNAUTHORIZED, "temporary token %s: its parent key is gone", k.Prefix)
+			}
+		}
+		a, err := s.Store.FindAccountByID(ctx, k.AccountID)
+		if err != nil {
+			return nil, err
+		}
+		e.role = a.Role
+		s.keys.put(hash, e)
+	}
+	k := &e.key
 	if err := keyUsable(k, what, now); err != nil {
 		return nil, err
 	}
-	if k.ParentID != 0 {
-		parent, err := s.Store.FindAPIKeyByID(ctx, k.ParentID)
-		if err != nil {
-			return nil, suanli.Errorf(suanli.EUNAUTHORIZED, "temporary token %s: its parent key is gone", k.Prefix)
-		}
-		if err := keyUsable(parent, "the parent key of temporary token "+k.Prefix+",", now); err != nil {
+	if e.parent != nil {
+		if err := keyUsable(e.parent, "the parent key of temporary token "+k.Prefix+",", now); err != nil {
 			return nil, err
 		}
-	}
-	a, err := s.Store.FindAccountByID(ctx, k.AccountID)
-	if err != nil {
-		return nil, err
 	}
 	if k.LastUsedAt == nil || now.Sub(*k.LastUsedAt) > time.Minute || k.LastUsedAddr != addr {
 		if err := s.Store.TouchAPIKey(ctx, k.ID, now, addr); err != nil {
 			s.Logger.Warn("touch api key", "key_id", k.ID, "err", err)
 		}
+		s.keys.touched(hash, now, addr)
 	}
-	return &suanli.Principal{AccountID: a.ID, UserID: a.ID, Role: a.Role, KeyID: k.ID, Scopes: k.Scopes, MachineID: k.MachineID,
+	return &suanli.Principal{AccountID: k.AccountID, UserID: k.AccountID, Role: e.role, KeyID: k.ID, Scopes: k.Scopes, MachineID: k.MachineID,
 		Temporary: k.Kind == suanli.KeyTemp}, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -562,7 +563,27 @@ func TestSearchFromLocation(t *testing.T) {
 	if err != nil || len(res.Offers) != 2 || res.Offers[0].ID != us {
 		t.Fatalf("ordered by latency, farthest first: %+v %v", res.Offers, err)
 	}
+	// A query that neither filters nor orders by latency is answered by the
+	// index; its page still carries the latency, and the index keeps none.
+	res, err = f.svc.SearchOffers(f.renter, suanli.OfferQuery{Order: "dph", From: "FR"})
+	if err != nil || len(res.Offers) != 2 || res.Offers[0].ID != us || res.Offers[1].LatencyMS <= 0 || res.Offers[0].LatencyMS <= res.Offers[1].LatencyMS {
+		t.Fatalf("ordered by price from FR: %v %v", offerSummary(res), err)
+	}
+	if res, err = f.svc.SearchOffers(f.renter, suanli.OfferQuery{Order: "dph"}); err != nil || res.Offers[0].LatencyMS != 0 {
+		t.Fatalf("without a location, latency is unknown: %+v %v", res.Offers, err)
+	}
 	if _, err := f.svc.SearchOffers(f.renter, suanli.OfferQuery{From: "Atlantis"}); suanli.ErrorCode(err) != suanli.EINVALID {
 		t.Errorf("unknown location: %v", err)
 	}
+}
+
+func offerSummary(r *suanli.OfferResult) string {
+	if r == nil {
+		return "no result"
+	}
+	var b strings.Builder
+	for _, o := range r.Offers {
+		fmt.Fprintf(&b, "[id %d %s dph %s latency %.1f] ", o.ID, o.Country, o.DPHTotal, o.LatencyMS)
+	}
+	return b.String()
 }

@@ -54,6 +54,8 @@ type recorder struct {
 	body   bytes.Buffer
 }
 
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
 func (r *recorder) WriteHeader(code int) {
 	r.status = code
 	r.ResponseWriter.WriteHeader(code)

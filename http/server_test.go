@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -142,11 +143,12 @@ func TestCreateBadInputChangesNothing(t *testing.T) {
 		t.Errorf("price after refused update = %s", m.Listing.PriceGPU)
 	}
 	// Unknown JSON fields are refused by name.
+	// Programs get compact JSON; ?pretty and people's tools get it indented.
 	resp := rawPost(t, e, "/v1/instances", `{"offer_id":1,"image":"x","gpus":2}`)
-	if resp.StatusCode != 400 || !strings.Contains(resp.Body, `"field": "gpus"`) {
+	if resp.StatusCode != 400 || !strings.Contains(resp.Body, `"field":"gpus"`) || strings.Contains(resp.Body, "\n ") {
 		t.Errorf("unknown JSON field: %d %s", resp.StatusCode, resp.Body)
 	}
-	resp = rawPost(t, e, "/v1/instances", `{"offer_id":"one","image":"x"}`)
+	resp = rawPost(t, e, "/v1/instances?pretty", `{"offer_id":"one","image":"x"}`)
 	if resp.StatusCode != 400 || !strings.Contains(resp.Body, `"field": "offer_id"`) {
 		t.Errorf("wrong JSON type: %d %s", resp.StatusCode, resp.Body)
 	}
@@ -361,4 +363,41 @@ func TestIdempotencyKey(t *testing.T) {
 		t.Errorf("another account's key collided")
 	}
 	resp.Body.Close()
+}
+
+// TestPrettyJSON checks who gets indented JSON: people's tools (curl, a
+// browser) and ?pretty; programs get it compact, and both decode the same.
+func TestPrettyJSON(t *testing.T) {
+	e := newEnv(t)
+	get := func(path, ua string) string {
+		req, _ := http.NewRequest("GET", e.srv.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+e.renter.APIKey)
+		if ua != "" {
+			req.Header.Set("User-Agent", ua)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
+		}
+		return string(b)
+	}
+	compact := get("/v1/me", "")
+	for _, c := range []struct{ path, ua string }{{"/v1/me", "curl/8.5.0"}, {"/v1/me", "Mozilla/5.0"}, {"/v1/me?pretty", ""}, {"/v1/me?pretty=true", ""}} {
+		body := get(c.path, c.ua)
+		if !strings.Contains(body, "\n  \"") {
+			t.Errorf("%s (%q): not indented:\n%s", c.path, c.ua, body)
+		}
+		var a, b any
+		if json.Unmarshal([]byte(body), &a) != nil || json.Unmarshal([]byte(compact), &b) != nil || !reflect.DeepEqual(a, b) {
+			t.Errorf("%s (%q): indented and compact replies differ", c.path, c.ua)
+		}
+	}
+	if strings.Contains(compact, "\n ") || strings.Contains(get("/v1/me?pretty=false", ""), "\n ") {
+		t.Errorf("a program's reply is indented:\n%s", compact)
+	}
 }

@@ -35,6 +35,7 @@ func runHTTPSearch(ctx context.Context, args []string) error {
 	seed := fs.Uint64("seed", 1, "generator seed")
 	clients := fs.Int("clients", 8, "concurrent HTTP clients")
 	dur := fs.Duration("duration", 10*time.Second, "how long to send requests")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the timed phase to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -70,7 +71,10 @@ func runHTTPSearch(ctx context.Context, args []string) error {
 	url := "http://" + ln.Addr().String() + "/v1/offers/search"
 	qs := makeQueries(20, *n, *seed)
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *clients * 2}, Timeout: 30 * time.Second}
-	post := func(q suanli.OfferQuery) (*suanli.OfferResult, error) {
+	// post sends q; with decode false (the timed phase) it reads the reply
+	// whole and checks its status but does not parse it — a load generator's
+	// job, like wrk's; the answers were checked before timing.
+	post := func(q suanli.OfferQuery, decode bool) (*suanli.OfferResult, error) {
 		body, _ := json.Marshal(q)
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+key)
@@ -84,12 +88,19 @@ func runHTTPSearch(ctx context.Context, args []string) error {
 			b, _ := io.ReadAll(resp.Body)
 			return nil, fmt.Errorf("status %d: %s", resp.StatusCode, b)
 		}
+		if !decode {
+			n, err := io.Copy(io.Discard, resp.Body)
+			if err == nil && n < 2 {
+				err = fmt.Errorf("empty reply")
+			}
+			return nil, err
+		}
 		var r suanli.OfferResult
 		return &r, json.NewDecoder(resp.Body).Decode(&r)
 	}
 	// Same answers over HTTP as from the index.
 	for _, bq := range qs {
-		got, err := post(bq.q)
+		got, err := post(bq.q, true)
 		if err != nil {
 			return fmt.Errorf("query %q: %w", bq.q.Query, err)
 		}
@@ -102,6 +113,11 @@ func runHTTPSearch(ctx context.Context, args []string) error {
 		}
 	}
 	fmt.Fprintf(os.Stderr, "verified %d queries; %d clients for %s…\n", len(qs), *clients, *dur)
+	stopProfile, err := startCPUProfile(*cpuprofile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	var mu sync.Mutex
 	var lat []time.Duration
 	var errs atomic.Int64
@@ -115,7 +131,7 @@ func runHTTPSearch(ctx context.Context, args []string) error {
 			var mine []time.Duration
 			for i := c; time.Now().Before(deadline); i++ {
 				t0 := time.Now()
-				if _, err := post(qs[i%len(qs)].q); err != nil {
+				if _, err := post(qs[i%len(qs)].q, false); err != nil {
 					errs.Add(1)
 					continue
 				}
