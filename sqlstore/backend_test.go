@@ -2,6 +2,7 @@ package sqlstore_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -48,4 +49,15 @@ func MustOpenDSN(tb testing.TB, dsn string) *sqlstore.DB {
 	}
 	tb.Cleanup(func() { db.Close() })
 	return db
+}
+
+// MustOpen opens a new, empty store for a test written before EachBackend:
+// on PostgreSQL when SUANLI_TEST_POSTGRES_DSN is set (as in CI), else on
+// SQLite. New tests use EachBackend and b.MustOpen, which run on both.
+func MustOpen(tb testing.TB) *sqlstore.DB {
+	tb.Helper()
+	if os.Getenv(pgtest.Env) != "" {
+		return Backends[1].MustOpen(tb)
+	}
+	return Backends[0].MustOpen(tb)
 }

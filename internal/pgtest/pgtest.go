@@ -31,10 +31,11 @@ const prefix = "suanli_test_"
 const staleAfter = 6 * time.Hour
 
 var (
-	mu     sync.Mutex
-	admin  *sql.DB // the connection to Env's database, shared by the process's tests
-	swept  bool    // leftover schemas were dropped once
-	lastOK string  // the DSN admin was opened for
+	mu      sync.Mutex
+	admin   *sql.DB // the connection to Env's database, shared by the process's tests
+	swept   bool    // leftover schemas were dropped once
+	lastDSN string  // the DSN admin was opened (or failed to open) for
+	lastErr error   // why it failed: later tests skip at once instead of waiting again
 )
 
 // DSN returns the DSN of a new, empty schema on the test server: Env's DSN
@@ -94,21 +95,27 @@ func WithSchema(dsn, schema string) (string, error) {
 func connect(dsn string) (*sql.DB, error) {
 	mu.Lock()
 	defer mu.Unlock()
-	if admin != nil && lastOK == dsn {
-		return admin, nil
+	if lastDSN == dsn && (admin != nil || lastErr != nil) {
+		return admin, lastErr
 	}
+	if admin != nil {
+		admin.Close()
+	}
+	admin, lastDSN, lastErr = nil, dsn, nil
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {
+		lastErr = err
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
+		lastErr = err
 		return nil, err
 	}
 	db.SetMaxIdleConns(2)
-	admin, lastOK = db, dsn
+	admin = db
 	if !swept {
 		swept = true
 		sweep(ctx, db)
