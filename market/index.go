@@ -40,15 +40,15 @@ type state struct {
 	// viewer's own simulated offers without reading every one's host.
 	simOf map[uint32]int64
 	simBy map[int64][]uint32
-	n      int      // live slots
-	free   []uint32 // dead slots, reused first
-	ids    idTable
-	cols   []*column  // by fieldID; nil for derived fields
-	rows   *rowStore  // the columns' codes
-	virt   []*bsi     // by fieldID; the derived numeric fields at the default storage size
-	vkeys  [][]uint64 // by fieldID; their keys at the default storage size
-	pool   sync.Pool  // *[]uint64 scratch bitsets of nwords words
-	bulk   bool       // loading: bit-sliced indexes are rebuilt at the end
+	n     int      // live slots
+	free  []uint32 // dead slots, reused first
+	ids   idTable
+	cols  []*column  // by fieldID; nil for derived fields
+	rows  *rowStore  // the columns' codes
+	virt  []*bsi     // by fieldID; the derived numeric fields at the default storage size
+	vkeys [][]uint64 // by fieldID; their keys at the default storage size
+	pool  sync.Pool  // *[]uint64 scratch bitsets of nwords words
+	bulk  bool       // loading: bit-sliced indexes are rebuilt at the end
 }
 
 // derived fields have no column: their values are computed per search.
