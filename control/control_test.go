@@ -19,6 +19,7 @@ import (
 
 	"github.com/suanli/suanli"
 	"github.com/suanli/suanli/control"
+	"github.com/suanli/suanli/internal/pgtest"
 	"github.com/suanli/suanli/sqlstore"
 )
 
@@ -55,7 +56,7 @@ func principalCtx(id int64, role string, scopes ...string) context.Context {
 func newFixture(t *testing.T, credit suanli.Money, cfg control.Config) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	db, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	db, err := sqlstore.Open(ctx, pgtest.StoreDSN(t, filepath.Join(t.TempDir(), "s.db")))
 	if err != nil {
 		t.Fatal(err)
 	}

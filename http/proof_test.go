@@ -399,6 +399,9 @@ func (w *world) scanForSecrets() {
 			blobs = append(blobs, string(b))
 		}
 	}
+	if w.db.Dialect().Name == "postgres" {
+		blobs = append(blobs, w.snapshot()) // no file to read: every table's rows
+	}
 	blobs = append(blobs, w.logs.String())
 	for _, s := range w.secrets {
 		for i, b := range blobs {

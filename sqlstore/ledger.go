@@ -196,7 +196,11 @@ func (s *DB) CheckLedger(ctx context.Context) (*LedgerCheck, error) {
 
 // LedgerStats are cheap ledger gauges for metrics.
 type LedgerStats struct {
-	Postings int64        // postings so far, an hour close's lines counted as a row-per-charge ledger writes them
+	// Postings so far, an hour close's lines counted as a row-per-charge
+	// ledger writes them. Read from the highest posting id: exact on SQLite,
+	// an upper bound on PostgreSQL (a rolled-back insert leaves a gap in the
+	// sequence).
+	Postings int64
 	BurnRate suanli.Money // all active meters per hour
 }
 

@@ -263,7 +263,7 @@ func startControlPlane(ctx context.Context, a *app, c serverConfig, logger *slog
 		store.Close()
 		close(r.done)
 	}()
-	logger.Info("control plane listening", "url", url, "db", dsn, "vast_api", c.VastAPI)
+	logger.Info("control plane listening", "url", url, "db", sqlstore.RedactDSN(dsn), "vast_api", c.VastAPI)
 	return r, nil
 }
 
