@@ -290,6 +290,24 @@ func (t *Tx) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
 	return t.tx.QueryRowContext(ctx, t.s.q(query), args...)
 }
 
+// int64s runs a query of one integer column and returns its values.
+func (t *Tx) int64s(ctx context.Context, query string, args ...any) ([]int64, error) {
+	rows, err := t.query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var v int64
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
 // insert runs an INSERT … RETURNING id and returns the id.
 func (t *Tx) insert(ctx context.Context, query string, args ...any) (int64, error) {
 	var id int64

@@ -163,21 +163,8 @@ func (s *DB) ApplyPlacements(ctx context.Context, ps []Placement, now time.Time)
 				return suanli.Errorf(suanli.ECONFLICT, "offer %d is no longer listed: search again", m.ID)
 			}
 			if p.Bookings != nil {
-				var ids []int64
-				rows, err := tx.query(ctx, `SELECT id FROM bookings WHERE machine_id = ? AND `+liveBookings, m.ID)
+				ids, err := tx.int64s(ctx, `SELECT id FROM bookings WHERE machine_id = ? AND `+liveBookings, m.ID)
 				if err != nil {
-					return err
-				}
-				for rows.Next() {
-					var id int64
-					if err := rows.Scan(&id); err != nil {
-						rows.Close()
-						return err
-					}
-					ids = append(ids, id)
-				}
-				rows.Close()
-				if err := rows.Err(); err != nil {
 					return err
 				}
 				for _, id := range ids {
