@@ -22,6 +22,7 @@ import (
 	"github.com/suanli/suanli/console"
 	"github.com/suanli/suanli/control"
 	shttp "github.com/suanli/suanli/http"
+	"github.com/suanli/suanli/internal/pgtest"
 	"github.com/suanli/suanli/sqlstore"
 )
 
@@ -69,7 +70,7 @@ type marketOptions struct {
 func newMarket(t *testing.T, o marketOptions) *market {
 	t.Helper()
 	ctx := context.Background()
-	db, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "suanli.db"))
+	db, err := sqlstore.Open(ctx, pgtest.StoreDSN(t, filepath.Join(t.TempDir(), "suanli.db")))
 	if err != nil {
 		t.Fatal(err)
 	}

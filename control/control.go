@@ -73,6 +73,19 @@ type Config struct {
 	// (and writes reliability time); between, it reads only silent ones.
 	// Default 1m.
 	LeaseRescanInterval time.Duration
+
+	// LeaseTTL bounds how long the singleton loops (the hour close, host
+	// leases, bookings…) go without a runner when the replica running them
+	// dies: another replica takes them over within it. Default 10s.
+	LeaseTTL time.Duration
+	// ReclaimLease names a previous holder of the singleton lease known to
+	// be dead (the last server process on the same home): its lease is
+	// taken at once instead of after it expires. "" for none.
+	ReclaimLease string
+	// FeedInterval is how often the change feed is read (other replicas'
+	// changes reach this replica's offer index within about this); default
+	// 200ms.
+	FeedInterval time.Duration
 }
 
 func (c *Config) setDefaults() {
@@ -108,6 +121,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.LeaseRescanInterval <= 0 {
 		c.LeaseRescanInterval = time.Minute
+	}
+	if c.LeaseTTL <= 0 {
+		c.LeaseTTL = 10 * time.Second
+	}
+	if c.FeedInterval <= 0 {
+		c.FeedInterval = 200 * time.Millisecond
 	}
 }
 
@@ -149,6 +168,11 @@ type Service struct {
 	// lowSince remembers since when an account's balance has been at or below zero.
 	lowMu    sync.Mutex
 	lowSince map[int64]time.Time
+	keys     keyCache // recently verified API keys (keycache.go)
+
+	cluster   clusterState  // the singleton lease and the change feed, as this replica sees them
+	feed      feed          // the change feed reader's position
+	leaseWake chan struct{} // the feed tells the lease loop that the lease moved
 }
 
 var (
@@ -168,7 +192,9 @@ var (
 func New(ctx context.Context, store *sqlstore.DB, cfg Config, logger *slog.Logger) (*Service, error) {
 	cfg.setDefaults()
 	s := &Service{Store: store, Index: market.NewIndex(), Logger: logger, Now: time.Now, cfg: cfg,
-		Client: &http.Client{Timeout: 10 * time.Second}, lowSince: map[int64]time.Time{}}
+		Client: &http.Client{Timeout: 10 * time.Second}, lowSince: map[int64]time.Time{}, leaseWake: make(chan struct{}, 1)}
+	s.started = s.Now()
+	s.tasks.relay = s.relayResult
 	master := cfg.SecretKey
 	if master == nil {
 		master = make([]byte, 32)
@@ -199,6 +225,9 @@ func New(ctx context.Context, store *sqlstore.DB, cfg Config, logger *slog.Logge
 	}
 	s.Audit = &audit.Log{Store: store, Key: key, Now: func() time.Time { return s.Now() }, Logger: logger,
 		HeadFile: cfg.AuditHeadFile, Interval: cfg.AuditInterval, Retention: cfg.AuditRetention}
+	if err := s.startFeed(ctx); err != nil { // first: what changes while the index loads is read again
+		return nil, err
+	}
 	if err := s.rebuildIndex(ctx); err != nil {
 		return nil, err
 	}
@@ -249,35 +278,45 @@ func (s *Service) Authenticate(ctx context.Context, secret, addr string) (*suanl
 	if !auth.WellFormed(secret, prefix) {
 		return nil, suanli.Errorf(suanli.EUNAUTHORIZED, "%s is malformed (expected %s… with a valid checksum): check for a copy-paste error", what, prefix)
 	}
-	k, err := s.Store.FindAPIKeyByHash(ctx, auth.Hash(secret))
-	if suanli.ErrorCode(err) == suanli.ENOTFOUND {
-		return nil, suanli.Errorf(suanli.EUNAUTHORIZED, "%s not recognised", what)
-	} else if err != nil {
-		return nil, err
-	}
+	hash := auth.Hash(secret)
 	now := s.now()
+	e, ok := s.keys.get(hash, now)
+	if !ok {
+		k, err := s.Store.FindAPIKeyByHash(ctx, hash)
+		if suanli.ErrorCode(err) == suanli.ENOTFOUND {
+			return nil, suanli.Errorf(suanli.EUNAUTHORIZED, "%s not recognised", what)
+		} else if err != nil {
+			return nil, err
+		}
+		e = cachedKey{key: *k, read: now}
+		if k.ParentID != 0 {
+			if e.parent, err = s.Store.FindAPIKeyByID(ctx, k.ParentID); err != nil {
+				return nil, suanli.Errorf(suanli.EUNAUTHORIZED, "temporary token %s: its parent key is gone", k.Prefix)
+			}
+		}
+		a, err := s.Store.FindAccountByID(ctx, k.AccountID)
+		if err != nil {
+			return nil, err
+		}
+		e.role = a.Role
+		s.keys.put(hash, e)
+	}
+	k := &e.key
 	if err := keyUsable(k, what, now); err != nil {
 		return nil, err
 	}
-	if k.ParentID != 0 {
-		parent, err := s.Store.FindAPIKeyByID(ctx, k.ParentID)
-		if err != nil {
-			return nil, suanli.Errorf(suanli.EUNAUTHORIZED, "temporary token %s: its parent key is gone", k.Prefix)
-		}
-		if err := keyUsable(parent, "the parent key of temporary token "+k.Prefix+",", now); err != nil {
+	if e.parent != nil {
+		if err := keyUsable(e.parent, "the parent key of temporary token "+k.Prefix+",", now); err != nil {
 			return nil, err
 		}
-	}
-	a, err := s.Store.FindAccountByID(ctx, k.AccountID)
-	if err != nil {
-		return nil, err
 	}
 	if k.LastUsedAt == nil || now.Sub(*k.LastUsedAt) > time.Minute || k.LastUsedAddr != addr {
 		if err := s.Store.TouchAPIKey(ctx, k.ID, now, addr); err != nil {
 			s.Logger.Warn("touch api key", "key_id", k.ID, "err", err)
 		}
+		s.keys.touched(hash, now, addr)
 	}
-	return &suanli.Principal{AccountID: a.ID, UserID: a.ID, Role: a.Role, KeyID: k.ID, Scopes: k.Scopes, MachineID: k.MachineID,
+	return &suanli.Principal{AccountID: k.AccountID, UserID: k.AccountID, Role: e.role, KeyID: k.ID, Scopes: k.Scopes, MachineID: k.MachineID,
 		Temporary: k.Kind == suanli.KeyTemp}, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/suanli/suanli"
 	"github.com/suanli/suanli/control"
+	"github.com/suanli/suanli/internal/pgtest"
 	"github.com/suanli/suanli/sqlstore"
 )
 
@@ -54,7 +56,7 @@ func principalCtx(id int64, role string, scopes ...string) context.Context {
 func newFixture(t *testing.T, credit suanli.Money, cfg control.Config) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	db, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	db, err := sqlstore.Open(ctx, pgtest.StoreDSN(t, filepath.Join(t.TempDir(), "s.db")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -561,7 +563,27 @@ func TestSearchFromLocation(t *testing.T) {
 	if err != nil || len(res.Offers) != 2 || res.Offers[0].ID != us {
 		t.Fatalf("ordered by latency, farthest first: %+v %v", res.Offers, err)
 	}
+	// A query that neither filters nor orders by latency is answered by the
+	// index; its page still carries the latency, and the index keeps none.
+	res, err = f.svc.SearchOffers(f.renter, suanli.OfferQuery{Order: "dph", From: "FR"})
+	if err != nil || len(res.Offers) != 2 || res.Offers[0].ID != us || res.Offers[1].LatencyMS <= 0 || res.Offers[0].LatencyMS <= res.Offers[1].LatencyMS {
+		t.Fatalf("ordered by price from FR: %v %v", offerSummary(res), err)
+	}
+	if res, err = f.svc.SearchOffers(f.renter, suanli.OfferQuery{Order: "dph"}); err != nil || res.Offers[0].LatencyMS != 0 {
+		t.Fatalf("without a location, latency is unknown: %+v %v", res.Offers, err)
+	}
 	if _, err := f.svc.SearchOffers(f.renter, suanli.OfferQuery{From: "Atlantis"}); suanli.ErrorCode(err) != suanli.EINVALID {
 		t.Errorf("unknown location: %v", err)
 	}
+}
+
+func offerSummary(r *suanli.OfferResult) string {
+	if r == nil {
+		return "no result"
+	}
+	var b strings.Builder
+	for _, o := range r.Offers {
+		fmt.Fprintf(&b, "[id %d %s dph %s latency %.1f] ", o.ID, o.Country, o.DPHTotal, o.LatencyMS)
+	}
+	return b.String()
 }

@@ -433,6 +433,66 @@ func (s *Service) RunBookings(ctx context.Context) error {
 			return fmt.Errorf("booking %d: %w", b.ID, err)
 		}
 	}
+	live, err := s.Store.FindBookings(ctx, sqlstore.BookingFilter{Live: true})
+	if err != nil {
+		return err
+	}
+	for _, b := range live {
+		if b.Status != suanli.BookingRunning || b.InstanceID == 0 {
+			continue
+		}
+		in, err := s.Store.FindInstanceByID(ctx, b.InstanceID, now)
+		if err != nil && suanli.ErrorCode(err) != suanli.ENOTFOUND {
+			return err
+		}
+		if in != nil && in.Status == suanli.StatusLost {
+			if err := s.loseBooking(ctx, b, in); err != nil {
+				return fmt.Errorf("booking %d: %w", b.ID, err)
+			}
+		}
+	}
+	return nil
+}
+
+// loseBooking settles a running booking whose host was lost: the provider
+// is paid for the part delivered (from the start to the loss — the last
+// heartbeat — rounded down) and the renter gets the rest of the escrow
+// back. The loss already counts against the host's reliability.
+func (s *Service) loseBooking(ctx context.Context, b *suanli.Booking, in *suanli.Instance) error {
+	now := s.now()
+	lostAt := now
+	if in.StoppedAt != nil {
+		lostAt = *in.StoppedAt
+	}
+	if lostAt.Before(b.Start) {
+		lostAt = b.Start
+	}
+	if lostAt.After(b.End) {
+		lostAt = b.End
+	}
+	span := b.End.Sub(b.Start).Microseconds()
+	paid := b.Cost
+	if span > 0 {
+		paid = suanli.MulDiv(b.Cost, lostAt.Sub(b.Start).Microseconds(), span)
+	}
+	refund := b.Cost - paid
+	msg := fmt.Sprintf("host lost at %s: %s of %s delivered, %s refunded from escrow", lostAt.Format(time.RFC3339),
+		lostAt.Sub(b.Start).Round(time.Second), b.End.Sub(b.Start), refund)
+	if _, err := s.Store.SettleBooking(ctx, b.ID, suanli.BookingFailed, refund, msg, now, suanli.BookingRunning); err != nil {
+		if suanli.ErrorCode(err) == suanli.ECONFLICT {
+			return nil
+		}
+		return err
+	}
+	// Should the host come back, the instance stays stopped.
+	if _, err := s.Store.UpdateInstance(ctx, in.ID, now, now, func(i *suanli.Instance) error {
+		i.Desired, i.WaitingSince = suanli.DesiredStopped, nil
+		return nil
+	}); err != nil && suanli.ErrorCode(err) != suanli.ENOTFOUND {
+		return err
+	}
+	s.RecordAudit(ctx, suanli.AuditEvent{AccountID: b.HostID, Action: "booking.lost", Target: fmt.Sprintf("booking %d", b.ID), Result: "ok", Detail: msg})
+	s.Logger.Warn("booking lost with its host", "booking_id", b.ID, "machine_id", b.MachineID, "paid", paid.String(), "refund", refund.String())
 	return nil
 }
 

@@ -337,3 +337,52 @@ func TestForwardProperty(t *testing.T) {
 		t.Logf("seed %d: %d bookings, %d delivered, paid %s, refunded %s", seed, len(bs), started, paid, refunded)
 	}
 }
+
+// TestBookingHostLost: the host of a running booking is lost halfway: the
+// provider is paid for the part delivered up to the last heartbeat, the
+// renter gets the rest of the escrow back, and the instance stays stopped
+// when the host returns.
+func TestBookingHostLost(t *testing.T) {
+	mk := newMarket(t)
+	mk.svc.SetClock(func() time.Time { return mk.now }) // the failover grace runs on this clock
+	m := mk.machine(2, suanli.Dollars(1), suanli.Money(100_000), 4)
+	mk.tick(2*time.Second, nil)
+	r := renterID(t, mk.renter)
+	start := mk.now.Add(10 * time.Minute)
+	w := mk.window(m, 2, start, start.Add(10*time.Hour), suanli.Dollars(3), time.Minute, 0)
+	b, err := mk.svc.CreateBooking(mk.renter, suanli.BookingCreate{WindowID: w.ID, Duration: time.Hour, GPUs: 2, Image: "img"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk.tick(start.Sub(mk.now)+20*time.Minute, nil)
+	earn := mk.balance(suanli.LedgerEarnings(mk.hostID))
+	bal := mk.balance(suanli.LedgerBalance(r))
+	mk.tick(5*time.Minute, map[int64]bool{m: true}) // silent past lost-after
+	b, _ = mk.svc.FindBookingByID(mk.renter, b.ID)
+	in := mk.get(b.InstanceID)
+	if in.Status != suanli.StatusLost || in.StoppedAt == nil {
+		t.Fatalf("booked instance after its host went silent: %s", in.Status)
+	}
+	delivered := in.StoppedAt.Sub(b.Start)
+	if delivered < 19*time.Minute || delivered > 21*time.Minute {
+		t.Fatalf("delivered %s, want about 20 minutes", delivered)
+	}
+	paid := suanli.MulDiv(b.Cost, delivered.Microseconds(), time.Hour.Microseconds())
+	if b.Status != suanli.BookingFailed || b.Paid != paid || b.Refund != b.Cost-paid {
+		t.Fatalf("booking after the loss: status %s, paid %s, refund %s; want failed, %s, %s (%s)", b.Status, b.Paid, b.Refund, paid, b.Cost-paid, b.Message)
+	}
+	if got := mk.balance(suanli.LedgerEarnings(mk.hostID)) - earn; got != paid {
+		t.Errorf("provider earned %s, want %s for the part delivered", got, paid)
+	}
+	if got := mk.balance(suanli.LedgerBalance(r)) - bal; got != b.Cost-paid {
+		t.Errorf("renter got %s back, want %s", got, b.Cost-paid)
+	}
+	if got := mk.balance(suanli.LedgerEscrow(r)); got != 0 {
+		t.Errorf("escrow = %s, want 0", got)
+	}
+	mk.tick(10*time.Second, nil) // the host is back
+	if in := mk.get(b.InstanceID); in.Desired != suanli.DesiredStopped || in.Status == suanli.StatusRunning {
+		t.Errorf("booked instance after its host came back: %s (desired %s)", in.Status, in.Desired)
+	}
+	mk.checkLedger()
+}

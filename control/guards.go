@@ -146,6 +146,13 @@ func (s *Service) guardReason(in *suanli.Instance, g suanli.Guards, now time.Tim
 			return fmt.Sprintf("auto-stopped: scheduled stop window %q (UTC)", w)
 		}
 	}
+	return s.idleReason(in, g, now)
+}
+
+// idleReason says why an instance is stopped as idle, or "". Telemetry is
+// kept by the replica that receives it, so each replica judges the
+// instances whose agents sync with it (checkIdle).
+func (s *Service) idleReason(in *suanli.Instance, g suanli.Guards, now time.Time) string {
 	if g.IdleStopMinutes > 0 {
 		if iu, ok := s.usage.get(in.ID); ok {
 			since := iu.lastBusy
@@ -161,6 +168,41 @@ func (s *Service) guardReason(in *suanli.Instance, g suanli.Guards, now time.Tim
 		}
 	}
 	return ""
+}
+
+// checkIdle applies the idle guard to the running instances whose
+// telemetry this replica received: on a replica that does not run the
+// singleton loops, CheckGuards never sees it.
+func (s *Service) checkIdle(ctx context.Context) error {
+	now := s.now()
+	s.usage.mu.Lock()
+	var ids []int64
+	for id, iu := range s.usage.byID {
+		// Only instances idle for a minute at least (the shortest idle
+		// guard) are read from the store.
+		if now.Sub(iu.reported) < 2*time.Minute && now.Sub(iu.lastBusy) >= time.Minute && now.Sub(s.started) >= time.Minute {
+			ids = append(ids, id)
+		}
+	}
+	s.usage.mu.Unlock()
+	for _, id := range ids {
+		in, err := s.Store.FindInstanceByID(ctx, id, now)
+		if suanli.ErrorCode(err) == suanli.ENOTFOUND {
+			s.usage.forget(id)
+			continue
+		} else if err != nil {
+			return err
+		}
+		if in.Status != suanli.StatusRunning {
+			continue
+		}
+		if reason := s.idleReason(in, in.Guards.Effective(), now); reason != "" {
+			if err := s.stopByGuard(ctx, in, reason); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func (s *Service) stopByGuard(ctx context.Context, in *suanli.Instance, reason string) error {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/suanli/suanli"
 	"github.com/suanli/suanli/control"
+	"github.com/suanli/suanli/internal/pgtest"
 	"github.com/suanli/suanli/sqlstore"
 )
 
@@ -34,7 +35,7 @@ var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 func newMarket(tb testing.TB) *market {
 	tb.Helper()
 	ctx := context.Background()
-	db, err := sqlstore.Open(ctx, filepath.Join(tb.TempDir(), "m.db"))
+	db, err := sqlstore.Open(ctx, pgtest.StoreDSN(tb, filepath.Join(tb.TempDir(), "m.db")))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -111,6 +111,7 @@ func (s *Service) RevokeAPIKey(ctx context.Context, id int64) (*suanli.APIKey, e
 	if err := s.Store.RevokeAPIKey(ctx, id, s.now()); err != nil {
 		return nil, err
 	}
+	s.keys.clear()
 	s.Logger.Info("api key revoked", "key_id", id, "account_id", k.AccountID)
 	return s.Store.FindAPIKeyByID(ctx, id)
 }
@@ -152,6 +153,7 @@ func (s *Service) RotateAPIKey(ctx context.Context, id int64, r suanli.KeyRotate
 	if err := s.Store.RotateKey(ctx, old, next, auth.Hash(secret), now.Add(grace), auth.MaxActivePerName, now); err != nil {
 		return nil, err
 	}
+	s.keys.clear()
 	next.Secret = secret
 	s.Logger.Info("api key rotated", "key_id", id, "new_key_id", next.ID, "grace", grace.String())
 	return next, nil

@@ -49,6 +49,14 @@ func (v *leaseView) setLocked(id int64, status string, beat time.Time) {
 	}
 }
 
+// reset forgets everything: the next check reads every machine (a replica
+// that just took the lease over; another ran the checks meanwhile).
+func (v *leaseView) reset() {
+	v.mu.Lock()
+	v.byID, v.down, v.observed, v.offline = nil, nil, 0, nil
+	v.mu.Unlock()
+}
+
 // online records that a sync brought machine id online at at; the next
 // lease check takes it in.
 func (v *leaseView) online(id int64, at time.Time) {

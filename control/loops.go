@@ -9,19 +9,43 @@ import (
 	"github.com/suanli/suanli/sqlstore"
 )
 
-// Run runs the control plane's loops until ctx ends: the periodic close
-// that settles running meters into the ledger (at multiples of
-// SettleInterval, so hourly closes fall on the hour), host leases and
-// reservations that ran out, sampling the market for price history, and the
-// audit log's checkpoints and retention. It first loads the meters the
-// close keeps in memory.
+// Run runs the control plane's loops until ctx ends. On every replica it
+// reads the change feed, keeping the offer index fresh with what other
+// replicas change (follow). The singleton loops run only on the replica
+// that holds the singleton lease (lead), which moves to another replica
+// within Config.LeaseTTL when its holder dies; one server alone takes it at
+// once.
 func (s *Service) Run(ctx context.Context) error {
+	followDone := make(chan struct{})
+	go func() {
+		defer close(followDone)
+		s.follow(ctx)
+	}()
+	defer func() { <-followDone }()
+	s.lead(ctx)
+	return nil
+}
+
+// runSingletons runs the loops only one replica may run, under lease l,
+// until ctx ends: the periodic close that settles running meters into the
+// ledger (at multiples of SettleInterval, so hourly closes fall on the
+// hour), host leases and reservations that ran out, bookings and scheduled
+// runs, guards, budgets, sampling the market for price history, pruning the
+// change feed, and the audit log's checkpoints and retention. It first
+// loads the meters the close keeps in memory, and makes the close its
+// predecessor may have missed. Every close is fenced by l: it commits only
+// while l is current. When ctx ends because this replica shuts down (not
+// because the lease was lost) it closes once more.
+func (s *Service) runSingletons(ctx context.Context, l sqlstore.Lease) {
+	fence := l.Fence()
 	auditDone := make(chan struct{})
 	go func() {
 		defer close(auditDone)
 		s.Audit.Run(ctx)
 	}()
 	defer func() { <-auditDone }()
+	s.lastObserve = time.Time{} // reliability counts from this replica's first check
+	s.leases.reset()            // and the lease checker reads every machine afresh
 	start := time.Now()
 	if n, err := s.Store.WarmBook(ctx); err != nil {
 		s.Logger.Error("load billing book", "err", err) // the first close rebuilds it
@@ -30,12 +54,16 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	every := s.cfg.SettleInterval
 	nextClose := func() time.Time { return s.now().Truncate(every).Add(every) }
+	// The last boundary may have passed without its close (the previous
+	// holder died before it): close up to it now. A close that was made
+	// makes this one do nothing.
+	s.closeBooks(ctx, s.now().Truncate(every), fence)
 	due := nextClose()
 	settle := time.NewTimer(due.Sub(s.now()))
 	defer settle.Stop()
 	sample := time.NewTicker(s.cfg.MarketSampleInterval)
 	defer sample.Stop()
-	if err := s.SampleMarket(ctx); err != nil { // the price history starts now, not an interval later
+	if err := s.SampleMarket(ctx); err != nil && ctx.Err() == nil { // the price history starts now, not an interval later
 		s.Logger.Error("sample market", "err", err)
 	}
 	lease := time.NewTicker(max(time.Second, s.cfg.HeartbeatInterval/2))
@@ -45,68 +73,88 @@ func (s *Service) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-forward.C:
-			if err := s.RunBookings(ctx); err != nil {
+			if err := s.RunBookings(ctx); err != nil && ctx.Err() == nil {
 				s.Logger.Error("run bookings", "err", err)
 			}
 		case <-ctx.Done():
+			if context.Cause(ctx) == errLeaseLost {
+				return // another replica closes from here
+			}
 			// Close once more so a clean shutdown leaves nothing accrued unposted.
-			if _, err := s.Store.Settle(context.WithoutCancel(ctx), s.now()); err != nil {
+			if _, err := s.Store.CloseBooksFenced(context.WithoutCancel(ctx), s.now(), fence); err != nil {
 				s.Logger.Error("close at shutdown", "err", err)
 			}
-			return nil
+			return
 		case <-settle.C:
 			at := due
 			if now := s.now(); now.Before(at) {
 				at = now
 			}
-			s.closeBooks(ctx, at)
+			s.closeBooks(ctx, at, fence)
 			due = nextClose()
 			settle.Reset(due.Sub(s.now()))
 		case <-sample.C:
-			if err := s.SampleMarket(ctx); err != nil {
+			if err := s.SampleMarket(ctx); err != nil && ctx.Err() == nil {
 				s.Logger.Error("sample market", "err", err)
 			}
 		case <-lease.C:
-			if err := s.CheckLeases(ctx); err != nil {
-				s.Logger.Error("check leases", "err", err)
-			}
-			// Reservations end on this tick, not at the hour close: an ended
-			// one is billed on demand from its end either way, but its state
-			// should not wait an hour.
-			if err := s.EndReservations(ctx); err != nil {
-				s.Logger.Error("end reservations", "err", err)
-			}
-			if err := s.CheckGuards(ctx); err != nil {
-				s.Logger.Error("check guards", "err", err)
-			}
-			if err := s.RunSchedules(ctx); err != nil {
-				s.Logger.Error("book scheduled runs", "err", err)
-			}
-			if err := s.CheckRecoveries(ctx); err != nil {
-				s.Logger.Error("check recoveries", "err", err)
-			}
-			if err := s.CheckBudgets(ctx); err != nil {
-				s.Logger.Error("check budgets", "err", err)
-			}
-			if _, err := s.Store.PurgeIdempotent(ctx, s.now().Add(-48*time.Hour)); err != nil {
-				s.Logger.Error("purge idempotency keys", "err", err)
-			}
+			s.periodic(ctx)
 		}
 	}
 }
 
-// closeBooks settles every running meter up to at and logs the close.
-func (s *Service) closeBooks(ctx context.Context, at time.Time) {
+// periodic runs the singleton checks made every half heartbeat interval.
+func (s *Service) periodic(ctx context.Context) {
+	for _, step := range []struct {
+		what string
+		run  func(context.Context) error
+	}{
+		{"check leases", s.CheckLeases},
+		// Reservations end on this tick, not at the hour close: an ended
+		// one is billed on demand from its end either way, but its state
+		// should not wait an hour.
+		{"end reservations", s.EndReservations},
+		{"check guards", s.CheckGuards},
+		{"book scheduled runs", s.RunSchedules},
+		{"check recoveries", s.CheckRecoveries},
+		{"check budgets", s.CheckBudgets},
+		{"purge idempotency keys", func(ctx context.Context) error {
+			_, err := s.Store.PurgeIdempotent(ctx, s.now().Add(-48*time.Hour))
+			return err
+		}},
+		{"prune change feed", func(ctx context.Context) error {
+			_, err := s.Store.PruneChanges(ctx, time.Now().Add(-changesKept))
+			return err
+		}},
+		{"prune agent tasks", func(ctx context.Context) error {
+			_, err := s.Store.PruneAgentTasks(ctx, time.Now().Add(-taskKept))
+			return err
+		}},
+	} {
+		if ctx.Err() != nil {
+			return
+		}
+		if err := step.run(ctx); err != nil && ctx.Err() == nil {
+			s.Logger.Error(step.what, "err", err)
+		}
+	}
+}
+
+// closeBooks settles every running meter up to at, under fence, and logs
+// the close.
+func (s *Service) closeBooks(ctx context.Context, at time.Time, fence *sqlstore.Fence) {
 	start := time.Now()
-	c, err := s.Store.CloseBooks(ctx, at)
+	c, err := s.Store.CloseBooksFenced(ctx, at, fence)
 	if err != nil {
-		s.Logger.Error("close", "err", err)
+		if ctx.Err() == nil {
+			s.Logger.Error("close", "err", err)
+		}
 		return
 	}
 	if c.ID == 0 {
 		return
 	}
-	s.Logger.Info("close", "close_id", c.ID, "through", at, "meters", c.Meters, "lines", c.Lines, "postings", c.Written,
+	s.Logger.Info("close", "close_id", c.ID, "term", fence.Term, "through", at, "meters", c.Meters, "lines", c.Lines, "postings", c.Written,
 		"amount", c.Amount.String(), "rebuilt", c.Rebuilt, "ms", time.Since(start).Milliseconds())
 }
 

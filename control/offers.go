@@ -159,11 +159,23 @@ func (s *Service) SearchOffers(ctx context.Context, q suanli.OfferQuery) (*suanl
 	if q.From == "" {
 		return s.Index.Search(q, s.viewer(p))
 	}
-	// latency_ms depends on the renter's location: annotate copies of the
-	// offers and scan them (the index's columns cannot hold it).
+	// latency_ms depends on the renter's location. A query that neither
+	// filters nor orders by it is answered by the index and only its page
+	// is annotated; one that does annotates copies of all offers and scans
+	// them (the index's columns cannot hold a per-renter value).
 	loc, err := advisor.ParseLocation(q.From)
 	if err != nil {
 		return nil, suanli.FieldErrorf("from", "%v: give a country code (DE), a place, or \"lat,lon\"", err)
+	}
+	if !market.References(q, "latency_ms") {
+		res, err := s.Index.Search(q, s.viewer(p))
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range res.Offers {
+			advisor.Annotate(o, loc)
+		}
+		return res, nil
 	}
 	offers := s.Index.All()
 	for _, o := range offers {

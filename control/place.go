@@ -339,7 +339,10 @@ func (s *Service) storePlacement(p *suanli.Principal, acct *suanli.Account, fc s
 			in.RegistryAuth = &suanli.RegistryAuth{Server: r.Server, Username: r.Username, Password: suanli.SecretMask}
 		}
 	}
-	sp := sqlstore.Placement{Instance: in, HourlyCost: pl.HourlyCost, RAMMB: pl.RAMMB}
+	sp := sqlstore.Placement{Instance: in, HourlyCost: pl.HourlyCost, RAMMB: pl.RAMMB, Bookings: []int64{}}
+	for _, hd := range h.Holds {
+		sp.Bookings = append(sp.Bookings, hd.BookingID)
+	}
 	for _, v := range pl.Preempt {
 		sp.Preempt = append(sp.Preempt, sqlstore.Victim{ID: v.ID, Version: v.Version})
 	}

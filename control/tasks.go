@@ -11,19 +11,30 @@ import (
 )
 
 // taskBoard holds the agent tasks the control plane waits on: listed in
-// the machine's sync replies until the agent reports their result.
+// the machine's sync replies until the agent reports their result. With
+// several replicas, a task is also posted to the store, and every other
+// replica lists it too (remote: no waiter here), so that it reaches the
+// agent whichever replica it syncs with; a result for a task this replica
+// does not wait on goes back through the store (relay).
 type taskBoard struct {
 	mu        sync.Mutex
 	byMachine map[int64][]suanli.AgentTask
 	waiters   map[string]chan suanli.TaskResult
+	remote    map[string]bool
+	// relay posts a result this replica has no waiter for; nil drops it.
+	relay func(machineID int64, r suanli.TaskResult)
+}
+
+func (b *taskBoard) initLocked() {
+	if b.byMachine == nil {
+		b.byMachine, b.waiters, b.remote = map[int64][]suanli.AgentTask{}, map[string]chan suanli.TaskResult{}, map[string]bool{}
+	}
 }
 
 func (b *taskBoard) add(machineID int64, t suanli.AgentTask) chan suanli.TaskResult {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.byMachine == nil {
-		b.byMachine, b.waiters = map[int64][]suanli.AgentTask{}, map[string]chan suanli.TaskResult{}
-	}
+	b.initLocked()
 	ch := make(chan suanli.TaskResult, 1)
 	b.byMachine[machineID] = append(b.byMachine[machineID], t)
 	b.waiters[t.ID] = ch
@@ -33,6 +44,10 @@ func (b *taskBoard) add(machineID int64, t suanli.AgentTask) chan suanli.TaskRes
 func (b *taskBoard) remove(machineID int64, id string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.removeLocked(machineID, id)
+}
+
+func (b *taskBoard) removeLocked(machineID int64, id string) {
 	ts := b.byMachine[machineID]
 	for i, t := range ts {
 		if t.ID == id {
@@ -40,7 +55,42 @@ func (b *taskBoard) remove(machineID int64, id string) {
 			break
 		}
 	}
+	if len(b.byMachine[machineID]) == 0 {
+		delete(b.byMachine, machineID)
+	}
 	delete(b.waiters, id)
+	delete(b.remote, id)
+}
+
+// setRemote makes ts the machine's tasks posted by other replicas.
+func (b *taskBoard) setRemote(machineID int64, ts []suanli.AgentTask) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.initLocked()
+	for _, t := range b.byMachine[machineID] {
+		if b.remote[t.ID] {
+			b.removeLocked(machineID, t.ID)
+		}
+	}
+	for _, t := range ts {
+		if _, local := b.waiters[t.ID]; !local {
+			b.byMachine[machineID] = append(b.byMachine[machineID], t)
+			b.remote[t.ID] = true
+		}
+	}
+}
+
+// waiting returns the ids of the machine's tasks this replica waits on.
+func (b *taskBoard) waiting(machineID int64) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var ids []string
+	for _, t := range b.byMachine[machineID] {
+		if _, ok := b.waiters[t.ID]; ok {
+			ids = append(ids, t.ID)
+		}
+	}
+	return ids
 }
 
 // pending returns the machine's tasks still waiting for a result.
@@ -50,17 +100,21 @@ func (b *taskBoard) pending(machineID int64) []suanli.AgentTask {
 	return append([]suanli.AgentTask(nil), b.byMachine[machineID]...)
 }
 
-// deliver hands results to their waiters and drops their tasks.
+// deliver hands results to their waiters and drops their tasks; a result
+// nobody here waits for is relayed to the replica that does.
 func (b *taskBoard) deliver(machineID int64, results []suanli.TaskResult) {
 	for _, r := range results {
 		b.mu.Lock()
 		ch, ok := b.waiters[r.ID]
+		relay := b.relay
 		b.mu.Unlock()
 		if ok {
 			select {
 			case ch <- r:
 			default:
 			}
+		} else if relay != nil {
+			relay(machineID, r)
 		}
 		b.remove(machineID, r.ID)
 	}
@@ -74,6 +128,18 @@ func (s *Service) runTask(ctx context.Context, machineID int64, t suanli.AgentTa
 	t.ID = t.Kind + "-" + hex.EncodeToString(b)
 	ch := s.tasks.add(machineID, t)
 	defer s.tasks.remove(machineID, t.ID)
+	// Through the store, the task reaches the agent on whichever replica it
+	// syncs with.
+	if err := s.Store.PostAgentTask(ctx, machineID, t, time.Now()); err != nil {
+		return nil, err
+	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := s.Store.DeleteAgentTask(dctx, machineID, t.ID); err != nil {
+			s.Logger.Error("withdraw agent task", "machine_id", machineID, "task", t.ID, "err", err)
+		}
+	}()
 	s.hub.wake(machineID)
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
@@ -84,6 +150,19 @@ func (s *Service) runTask(ctx context.Context, machineID int64, t suanli.AgentTa
 		return nil, suanli.Errorf(suanli.EUNAVAILABLE, "machine %d's agent did not answer the %s within %s: it may be offline or busy; try again", machineID, t.Kind, wait)
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	}
+}
+
+// taskKept is how long a posted task stays listed: the longest exec
+// (10 minutes) and its margin.
+const taskKept = 11 * time.Minute
+
+// relayResult posts a result for a task another replica waits on.
+func (s *Service) relayResult(machineID int64, r suanli.TaskResult) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := s.Store.PostTaskResult(ctx, machineID, r); err != nil {
+		s.Logger.Error("relay agent task result", "machine_id", machineID, "task", r.ID, "err", err)
 	}
 }
 

@@ -2,11 +2,13 @@ package http
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/suanli/suanli"
 	"github.com/suanli/suanli/sqlstore"
@@ -54,6 +56,8 @@ type recorder struct {
 	body   bytes.Buffer
 }
 
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
 func (r *recorder) WriteHeader(code int) {
 	r.status = code
 	r.ResponseWriter.WriteHeader(code)
@@ -87,9 +91,29 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, h func(http.
 	unlock := s.keys.lock(key)
 	defer unlock()
 	ctx := r.Context()
-	prev, err := s.Service.Store.FindIdempotent(ctx, p.AccountID, key)
-	if err != nil {
-		return err
+	// The key is claimed in the store before the request runs: the same key
+	// sent to another replica meanwhile (a client's retry through a load
+	// balancer) waits for this reply instead of running again.
+	this := sqlstore.Idempotent{Method: r.Method, Path: r.URL.Path, BodyHash: hash}
+	var prev *sqlstore.Idempotent
+	for waited := time.Duration(0); ; waited += idemPoll {
+		var claimed bool
+		if prev, claimed, err = s.Service.Store.ClaimIdempotent(ctx, p.AccountID, key, this, s.Service.Now(), idemStale); err != nil {
+			return err
+		}
+		if claimed || prev.Status != 0 {
+			break
+		}
+		if waited >= idemWait {
+			e := suanli.Errorf(suanli.EUNAVAILABLE, "a request with Idempotency-Key %q is still running on another replica: retry in a few seconds for its reply", key)
+			e.RetryAfterS = 2
+			return e
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(idemPoll):
+		}
 	}
 	if prev != nil {
 		if prev.Method != r.Method || prev.Path != r.URL.Path || prev.BodyHash != hash {
@@ -102,14 +126,27 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, h func(http.
 		return nil
 	}
 	rec := &recorder{ResponseWriter: w, status: 200}
-	if err := h(rec, r); err != nil {
-		return err // errors are not stored: the client may retry them
-	}
-	if rec.status < 500 {
-		if err := s.Service.Store.PutIdempotent(ctx, p.AccountID, key, sqlstore.Idempotent{Method: r.Method, Path: r.URL.Path,
-			BodyHash: hash, Status: rec.status, Response: rec.body.Bytes()}, s.Service.Now()); err != nil {
-			s.Logger.Error("store idempotency key", "err", err)
+	err = h(rec, r)
+	if err != nil || rec.status >= 500 {
+		// Errors are not stored: the client may retry them.
+		if rerr := s.Service.Store.ReleaseIdempotent(context.WithoutCancel(ctx), p.AccountID, key); rerr != nil {
+			s.Logger.Error("release idempotency key", "err", rerr)
 		}
+		return err
+	}
+	this.Status, this.Response = rec.status, rec.body.Bytes()
+	if err := s.Service.Store.PutIdempotent(context.WithoutCancel(ctx), p.AccountID, key, this, s.Service.Now()); err != nil {
+		s.Logger.Error("store idempotency key", "err", err)
 	}
 	return nil
 }
+
+// How a request waits for the same key's request running on another
+// replica: it polls the store every idemPoll for up to idemWait, then asks
+// the client to retry. A claim older than idemStale belonged to a replica
+// that died mid-request, and is taken over.
+const (
+	idemPoll  = 100 * time.Millisecond
+	idemWait  = 30 * time.Second
+	idemStale = 2 * time.Minute
+)

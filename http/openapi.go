@@ -36,6 +36,7 @@ var apiOps = []apiOp{
 	{"DELETE", "/v1/teams/{id}/invitations/{invitation}", "Revoke an invitation.", nil, suanli.Invitation{}},
 	{"POST", "/v1/invitations/accept", "Join a team with an invitation token.", suanli.InvitationAccept{}, suanli.TeamMember{}},
 	{"GET", "/v1/audit/events", "Audit entries, newest first (limit, before, account_id).", nil, AuditList{}},
+	{"GET", "/v1/cluster", "The answering replica's view of the replicas sharing its database: who holds the singleton lease, its term, the change feed's lag, the latest closes (operators).", nil, control.ClusterStatus{}},
 	{"GET", "/v1/audit/verify", "Verify the audit chain and its signed checkpoints (operators).", nil, suanli.AuditReport{}},
 	{"POST", "/v1/instances/{id}/progress", "Record a workload's progress (instance tokens may).", suanli.Progress{}, suanli.Instance{}},
 	{"POST", "/v1/offers/search", "Search offers with the query language (DESIGN §5).", suanli.OfferQuery{}, suanli.OfferResult{}},

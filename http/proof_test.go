@@ -86,6 +86,7 @@ var routeCases = map[string]routeCase{
 		func(*world) string { return `{"token":"` + auth.NewSecret(auth.PrefixInvite) + `"}` }},
 	"GET /v1/audit/events":   {kindSelf, suanli.ScopeAuditRead, p("/v1/audit/events?limit=1000"), nil},
 	"GET /v1/audit/verify":   {kindAdmin, suanli.ScopeAdmin, p("/v1/audit/verify"), nil},
+	"GET /v1/cluster":        {kindAdmin, suanli.ScopeAdmin, p("/v1/cluster"), nil},
 	"POST /v1/offers/search": {kindMarket, suanli.ScopeInstanceRead, p("/v1/offers/search"), p(`{"q":"rentable=any"}`)},
 	"GET /v1/offers":         {kindMarket, suanli.ScopeInstanceRead, p("/v1/offers?q=rentable%3Dany"), nil},
 	"GET /v1/offers/{id}":    {kindMarket, suanli.ScopeInstanceRead, func(w *world) string { return fmt.Sprintf("/v1/offers/%d", w.machineID) }, nil},
@@ -398,6 +399,9 @@ func (w *world) scanForSecrets() {
 		if b, err := os.ReadFile(w.dbPath + suffix); err == nil {
 			blobs = append(blobs, string(b))
 		}
+	}
+	if w.db.Dialect().Name == "postgres" {
+		blobs = append(blobs, w.snapshot()) // no file to read: every table's rows
 	}
 	blobs = append(blobs, w.logs.String())
 	for _, s := range w.secrets {

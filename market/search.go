@@ -205,3 +205,24 @@ func (s *search) page(sorted []*suanli.Offer) []*suanli.Offer {
 	}
 	return out
 }
+
+// References reports whether q's conditions (defaults included) or order
+// name field (canonical name). An invalid q references nothing; Search
+// reports its error.
+func References(q suanli.OfferQuery, field string) bool {
+	s, err := prepare(q, Viewer{})
+	if err != nil {
+		return false
+	}
+	for _, c := range s.conds {
+		if c.Field == field {
+			return true
+		}
+	}
+	for _, k := range s.order {
+		if k.Field == field {
+			return true
+		}
+	}
+	return false
+}

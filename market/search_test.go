@@ -366,3 +366,20 @@ func TestIndexPutDeleteGet(t *testing.T) {
 		t.Errorf("Search(gpu_ram>>1) error %v, want EINVALID on gpu_ram", err)
 	}
 }
+
+func TestReferences(t *testing.T) {
+	for _, c := range []struct {
+		q    suanli.OfferQuery
+		want bool
+	}{
+		{suanli.OfferQuery{Query: "latency_ms<40"}, true},
+		{suanli.OfferQuery{Order: "dph,latency_ms-"}, true},
+		{suanli.OfferQuery{Query: "num_gpus>=2", Order: "dph"}, false},
+		{suanli.OfferQuery{}, false},
+		{suanli.OfferQuery{Query: "latency_ms<"}, false}, // invalid: Search reports it
+	} {
+		if got := market.References(c.q, "latency_ms"); got != c.want {
+			t.Errorf("References(%+v) = %v, want %v", c.q, got, c.want)
+		}
+	}
+}

@@ -224,15 +224,21 @@ func (s *DB) RotateKey(ctx context.Context, old *suanli.APIKey, next *suanli.API
 			}
 		} else if _, err := tx.exec(ctx, `UPDATE api_keys SET expires_at = ? WHERE id = ? AND expires_at > ?`, us(oldExpires), old.ID, us(oldExpires)); err != nil {
 			return err
+		} else if err := tx.noteChange(ctx, ChangeKeys, 0); err != nil {
+			return err
 		}
 		next.Kind = suanli.KeyLive
 		return tx.createAPIKey(ctx, next, hash)
 	})
 }
 
+// revokeKey revokes a key and its temporary tokens, and says so on the
+// change feed: other replicas drop the keys they verified recently.
 func (tx *Tx) revokeKey(ctx context.Context, id int64, at time.Time) error {
-	_, err := tx.exec(ctx, `UPDATE api_keys SET revoked_at = ? WHERE (id = ? OR parent_id = ?) AND revoked_at IS NULL`, us(at), id, id)
-	return err
+	if _, err := tx.exec(ctx, `UPDATE api_keys SET revoked_at = ? WHERE (id = ? OR parent_id = ?) AND revoked_at IS NULL`, us(at), id, id); err != nil {
+		return err
+	}
+	return tx.noteChange(ctx, ChangeKeys, 0)
 }
 
 // RevokeAPIKey revokes a key and every temporary token cut from it.

@@ -168,6 +168,11 @@ func (s *DB) SetMachinesStatus(ctx context.Context, ids []int64, status string) 
 				return err
 			}
 		}
+		for _, id := range ids { // other replicas reload these machines' offers
+			if err := tx.noteChange(ctx, ChangeStatus, id); err != nil {
+				return err
+			}
+		}
 		return nil
 	})
 }

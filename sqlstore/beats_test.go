@@ -37,8 +37,12 @@ func insertMachines(tb testing.TB, db *sqlstore.DB, owner int64, n int) []int64 
 // TestRecordBeats: a batch larger than one statement lands whole; a time
 // never moves back; a machine that is gone is skipped; statuses stay.
 func TestRecordBeats(t *testing.T) {
+	EachBackend(t, testRecordBeats)
+}
+
+func testRecordBeats(t *testing.T, b Backend) {
 	ctx := context.Background()
-	db := MustOpen(t)
+	db := b.MustOpen(t)
 	host := MustAccount(t, db, "host", 0)
 	ids := insertMachines(t, db, host.ID, 2500)
 	if err := db.SetMachineStatus(ctx, ids[1], suanli.MachineSuspect); err != nil {

@@ -111,6 +111,13 @@ func (s *DB) Settle(ctx context.Context, now time.Time) (int, error) {
 // billed twice. Closes are serialised in the process and, through the
 // bill_state row, across processes sharing a database.
 func (s *DB) CloseBooks(ctx context.Context, now time.Time) (*BookClose, error) {
+	return s.CloseBooksFenced(ctx, now, nil)
+}
+
+// CloseBooksFenced is CloseBooks made by the holder of a lease (the
+// replica that runs the singleton loops): the close commits only while f
+// still holds it (ECONFLICT otherwise), and records its term.
+func (s *DB) CloseBooksFenced(ctx context.Context, now time.Time, f *Fence) (*BookClose, error) {
 	if fn := s.beforeClose.Load(); fn != nil {
 		(*fn)(ctx)
 	}
@@ -121,6 +128,9 @@ func (s *DB) CloseBooks(ctx context.Context, now time.Time) (*BookClose, error) 
 	through := now.UnixMicro()
 	var cl *billing.Close
 	err := s.withTx(ctx, func(tx *Tx) error {
+		if err := tx.checkFence(ctx, f); err != nil {
+			return err
+		}
 		st, err := tx.billState(ctx, true)
 		if err != nil {
 			return err
@@ -148,9 +158,13 @@ func (s *DB) CloseBooks(ctx context.Context, now time.Time) (*BookClose, error) 
 		if res.TxnID, err = tx.postBatch(ctx, t, postings); err != nil {
 			return err
 		}
-		if _, err := tx.exec(ctx, `INSERT INTO bill_closes (id, txn_id, through_us, meters, lines, legs, written, amount, fees, digest, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, res.ID, res.TxnID, through, cl.Meters, cl.Lines, cl.Legs, len(postings),
-			int64(cl.Amount), int64(cl.Fees), int64(cl.Digest), us(now)); err != nil {
+		var term int64
+		if f != nil {
+			term = f.Term
+		}
+		if _, err := tx.exec(ctx, `INSERT INTO bill_closes (id, txn_id, through_us, meters, lines, legs, written, amount, fees, digest, created_at, term)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, res.ID, res.TxnID, through, cl.Meters, cl.Lines, cl.Legs, len(postings),
+			int64(cl.Amount), int64(cl.Fees), int64(cl.Digest), us(now), term); err != nil {
 			return err
 		}
 		caps := cl.MachineBilled()

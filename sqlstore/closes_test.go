@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"slices"
 	"sort"
 	"testing"
@@ -26,10 +25,10 @@ type twin struct {
 
 var twinNames = [2]string{"close", "rows"}
 
-func newTwin(t *testing.T) *twin {
+func newTwin(t *testing.T, b Backend) *twin {
 	w := &twin{t: t}
 	for i := range w.dbs {
-		w.paths[i] = filepath.Join(t.TempDir(), twinNames[i]+".db")
+		w.paths[i] = b.NewDSN(t)
 		db, err := sqlstore.Open(context.Background(), w.paths[i])
 		if err != nil {
 			t.Fatal(err)
@@ -84,15 +83,17 @@ func (w *twin) restart() {
 // CheckLedger, balances and ledger stats. Ledger transaction ids differ (a
 // close's lines share its id) and are not compared; order is.
 func TestCloseReadsMatchRowSettlement(t *testing.T) {
-	for seed := uint64(1); seed <= 2; seed++ {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) { twinRun(t, seed) })
-	}
+	EachBackend(t, func(t *testing.T, b Backend) {
+		for seed := uint64(1); seed <= 2; seed++ {
+			t.Run(fmt.Sprint(seed), func(t *testing.T) { twinRun(t, b, seed) })
+		}
+	})
 }
 
-func twinRun(t *testing.T, seed uint64) {
+func twinRun(t *testing.T, b Backend, seed uint64) {
 	ctx := context.Background()
 	defer sqlstore.SetWarmSlice(3)() // several slices, with writes between warms and closes
-	w := newTwin(t)
+	w := newTwin(t, b)
 	rng := rand.New(rand.NewPCG(seed, 7))
 	var accounts []*suanli.Account
 	var hosts []*suanli.Account

@@ -197,7 +197,8 @@ type Idempotent struct {
 	Response               []byte
 }
 
-// FindIdempotent returns the stored reply for an account's key, or nil.
+// FindIdempotent returns the stored reply for an account's key, or nil (a
+// claim still running has Status 0).
 func (s *DB) FindIdempotent(ctx context.Context, accountID int64, key string) (*Idempotent, error) {
 	var r Idempotent
 	err := s.db.QueryRowContext(ctx, s.q(`SELECT method, path, body_hash, status, response FROM idempotency_keys WHERE account_id = ? AND key = ?`),
@@ -208,15 +209,64 @@ func (s *DB) FindIdempotent(ctx context.Context, accountID int64, key string) (*
 	return &r, err
 }
 
-// PutIdempotent stores a reply under an account's key (first writer wins).
-func (s *DB) PutIdempotent(ctx context.Context, accountID int64, key string, r Idempotent, now time.Time) error {
-	return s.withTx(ctx, func(tx *Tx) error {
-		var n int
-		if err := tx.queryRow(ctx, `SELECT COUNT(*) FROM idempotency_keys WHERE account_id = ? AND key = ?`, accountID, key).Scan(&n); err != nil || n > 0 {
+// ClaimIdempotent claims an account's key for a request about to run (r
+// without Status and Response), so that the same key arriving at another
+// replica meanwhile waits for this one's reply instead of running again. It
+// returns true when the caller holds the claim; otherwise the key's row as
+// it stands: a stored reply, or a claim still running (Status 0). A claim
+// older than stale is taken over (its replica died mid-request).
+func (s *DB) ClaimIdempotent(ctx context.Context, accountID int64, key string, r Idempotent, now time.Time, stale time.Duration) (*Idempotent, bool, error) {
+	var prev *Idempotent
+	claimed := false
+	err := s.withTx(ctx, func(tx *Tx) error {
+		prev, claimed = nil, false
+		var p Idempotent
+		var created int64
+		err := tx.queryRow(ctx, `SELECT method, path, body_hash, status, response, created_at FROM idempotency_keys WHERE account_id = ? AND key = ?`,
+			accountID, key).Scan(&p.Method, &p.Path, &p.BodyHash, &p.Status, &p.Response, &created)
+		switch {
+		case isNoRows(err):
+			claimed = true
+			_, err := tx.exec(ctx, `INSERT INTO idempotency_keys (account_id, key, method, path, body_hash, status, response, created_at)
+				VALUES (?, ?, ?, ?, ?, 0, ?, ?)`, accountID, key, r.Method, r.Path, r.BodyHash, []byte{}, us(now))
+			return err
+		case err != nil:
+			return err
+		case p.Status == 0 && fromUS(created).Before(now.Add(-stale)):
+			claimed = true
+			_, err := tx.exec(ctx, `UPDATE idempotency_keys SET method = ?, path = ?, body_hash = ?, created_at = ? WHERE account_id = ? AND key = ? AND status = 0`,
+				r.Method, r.Path, r.BodyHash, us(now), accountID, key)
 			return err
 		}
-		_, err := tx.exec(ctx, `INSERT INTO idempotency_keys (account_id, key, method, path, body_hash, status, response, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, accountID, key, r.Method, r.Path, r.BodyHash, r.Status, r.Response, us(now))
+		prev = &p
+		return nil
+	})
+	return prev, claimed, err
+}
+
+// ReleaseIdempotent drops a claim whose request failed, so that a retry
+// runs it again.
+func (s *DB) ReleaseIdempotent(ctx context.Context, accountID int64, key string) error {
+	_, err := s.db.ExecContext(ctx, s.q(`DELETE FROM idempotency_keys WHERE account_id = ? AND key = ? AND status = 0`), accountID, key)
+	return err
+}
+
+// PutIdempotent stores a reply under an account's key (first writer wins;
+// a claim is replaced by its reply).
+func (s *DB) PutIdempotent(ctx context.Context, accountID int64, key string, r Idempotent, now time.Time) error {
+	return s.withTx(ctx, func(tx *Tx) error {
+		var status int
+		err := tx.queryRow(ctx, `SELECT status FROM idempotency_keys WHERE account_id = ? AND key = ?`, accountID, key).Scan(&status)
+		switch {
+		case isNoRows(err):
+			_, err := tx.exec(ctx, `INSERT INTO idempotency_keys (account_id, key, method, path, body_hash, status, response, created_at)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, accountID, key, r.Method, r.Path, r.BodyHash, r.Status, r.Response, us(now))
+			return err
+		case err != nil || status != 0:
+			return err
+		}
+		_, err = tx.exec(ctx, `UPDATE idempotency_keys SET method = ?, path = ?, body_hash = ?, status = ?, response = ?, created_at = ?
+			WHERE account_id = ? AND key = ? AND status = 0`, r.Method, r.Path, r.BodyHash, r.Status, r.Response, us(now), accountID, key)
 		return err
 	})
 }

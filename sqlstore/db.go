@@ -6,14 +6,17 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io/fs"
 	"net/url"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver
 	"github.com/suanli/suanli"
 	_ "modernc.org/sqlite" // the "sqlite" driver
 )
@@ -22,30 +25,62 @@ import (
 var migrationFS embed.FS
 
 // Dialect is what differs between SQLite and PostgreSQL: the driver, the
-// placeholder style and a few words of DDL. The SQL itself is written once,
-// with ? placeholders.
+// placeholder style, a few words of DDL and how a writing transaction gets
+// the database to itself. The SQL itself is written once, with ?
+// placeholders; code that must differ asks the dialect (Name) and says why.
 type Dialect struct {
 	Name   string // "sqlite" or "postgres"
 	Driver string
 	// Dollar placeholders ($1, $2) instead of ?.
 	Dollar bool
-	// DDL rewrites applied to migrations, old → new.
+	// DDL rewrites applied to migrations, old → new, in order. Each old is
+	// a whole word or phrase of SQL (matched at word boundaries).
 	DDL []string
+	// WriteLock, when set, is run first in every writing transaction to
+	// serialise writers across connections and processes (see withTx). The
+	// one ? is the database's lock key (DB.lockKey). SQLite needs none: its
+	// writing transactions begin IMMEDIATE on the one writer connection.
+	WriteLock string
 }
 
 // SQLite is the default dialect.
 var SQLite = Dialect{Name: "sqlite", Driver: "sqlite"}
 
 // Postgres is the PostgreSQL dialect (pgx's database/sql driver).
+//
+// SQLite's INTEGER is 64 bits wide and PostgreSQL's 32: every INTEGER
+// becomes BIGINT (money is int64 micro-units, times are unix microseconds),
+// and an INTEGER PRIMARY KEY (SQLite's rowid) a BIGSERIAL. BLOB is BYTEA.
 var Postgres = Dialect{Name: "postgres", Driver: "pgx", Dollar: true,
-	DDL: []string{"INTEGER PRIMARY KEY", "BIGSERIAL PRIMARY KEY", "BLOB", "BYTEA"}}
+	DDL: []string{
+		"INTEGER PRIMARY KEY", "BIGSERIAL PRIMARY KEY",
+		"INTEGER", "BIGINT",
+		"BLOB", "BYTEA",
+	},
+	WriteLock: `SELECT pg_advisory_xact_lock(?)`,
+}
 
-// DB is the store. Its methods are safe for concurrent use; on SQLite all
-// writes go through one connection, so transactions never see SQLITE_BUSY.
+// PostgresMaxConns is how many connections one store opens to PostgreSQL
+// at most.
+const PostgresMaxConns = 20
+
+// IsPostgres reports whether dsn names a PostgreSQL database
+// (postgres:// or postgresql://) rather than a SQLite file.
+func IsPostgres(dsn string) bool {
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+}
+
+// DB is the store. Its methods are safe for concurrent use. On SQLite all
+// writes go through one connection, so transactions never see SQLITE_BUSY;
+// on PostgreSQL writing transactions take one advisory lock per schema
+// (withTx), so the rules that read then write (balances, capacity, closes)
+// hold across connections and across server processes sharing the database.
 type DB struct {
 	db      *sql.DB
 	dialect Dialect
 	path    string
+	origin  string    // this handle on the change feed and in leases (changes.go)
+	lockKey int64     // the advisory lock writers take (PostgreSQL): a hash of database and schema
 	bill    billCache // the hour close's book and the close calendar (closes.go)
 	// beforeClose runs before every close (SetBeforeClose).
 	beforeClose atomic.Pointer[func(context.Context)]
@@ -64,10 +99,24 @@ func (s *DB) SetBeforeClose(fn func(context.Context)) {
 
 // Open opens (creating when needed) the database at dsn and applies the
 // migrations. A dsn starting with postgres:// or postgresql:// selects
-// PostgreSQL; anything else is a SQLite file path.
+// PostgreSQL (its search_path, e.g. ?search_path=market2, picks the schema);
+// anything else is a SQLite file path.
 func Open(ctx context.Context, dsn string) (*DB, error) {
+	s, err := open(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.migrate(ctx); err != nil {
+		s.db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// open connects without migrating.
+func open(ctx context.Context, dsn string) (*DB, error) {
 	d := SQLite
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+	if IsPostgres(dsn) {
 		d = Postgres
 	}
 	var db *sql.DB
@@ -82,20 +131,55 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 		}
 	} else {
 		db, err = sql.Open(d.Driver, dsn)
+		if err == nil {
+			// Bounded, so that a burst of requests queues here rather than
+			// exhausting the server's max_connections (100 by default,
+			// shared by every replica); idle ones are kept for the next.
+			db.SetMaxOpenConns(PostgresMaxConns)
+			db.SetMaxIdleConns(8)
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", d.Name, err)
 	}
-	s := &DB{db: db, dialect: d, path: dsn}
+	s := &DB{db: db, dialect: d, path: dsn, origin: newOrigin()}
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("open %s: %w", d.Name, err)
+		return nil, fmt.Errorf("open %s %s: %w", d.Name, RedactDSN(dsn), err)
 	}
-	if err := s.migrate(ctx); err != nil {
-		db.Close()
-		return nil, err
+	if d.Name == "postgres" {
+		var where string
+		if err := db.QueryRowContext(ctx, `SELECT current_database() || '.' || COALESCE(current_schema(), '')`).Scan(&where); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("open %s: %w", d.Name, err)
+		}
+		if strings.HasSuffix(where, ".") {
+			db.Close()
+			return nil, suanli.Errorf(suanli.EINVALID, "open %s: no schema to write in: the search_path names no existing schema (create it, or fix search_path in the DSN)", RedactDSN(dsn))
+		}
+		h := fnv.New64a()
+		h.Write([]byte("suanli/" + where))
+		s.lockKey = int64(h.Sum64())
 	}
 	return s, nil
+}
+
+var dsnPassword = regexp.MustCompile(`(://[^:/@]*:)[^@]*@`)
+
+// RedactDSN returns dsn with its password replaced, for logs and messages.
+func RedactDSN(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		// Not a URL Go parses (several hosts, say): cut user:password@.
+		return dsnPassword.ReplaceAllString(dsn, "${1}xxxxx@")
+	}
+	if u.User == nil {
+		return dsn
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
 }
 
 // Close closes the database.
@@ -110,33 +194,30 @@ func (s *DB) SQL() *sql.DB { return s.db }
 // migrate applies the embedded migrations in file-name order. A migration
 // is known by its whole file name (0002_budgets.sql), not only its number, so
 // two changes that picked the same number on different branches both apply.
+// Each migration is one transaction that holds the write lock, so servers
+// starting together on one PostgreSQL database apply each exactly once.
 func (s *DB) migrate(ctx context.Context) error {
-	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
+	err := s.withTx(ctx, func(tx *Tx) error {
+		_, err := tx.exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)`)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	names, err := fs.Glob(migrationFS, "migrations/*.sql")
+	names, err := Migrations()
 	if err != nil {
 		return err
 	}
-	sort.Strings(names)
-	for _, name := range names {
-		base := strings.TrimPrefix(name, "migrations/")
-		if _, err := strconv.Atoi(strings.SplitN(base, "_", 2)[0]); err != nil {
-			return fmt.Errorf("migration %s: name must start with a number", name)
-		}
-		var n int
-		if err := s.db.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM schema_migrations WHERE name = ?`), base).Scan(&n); err != nil {
-			return fmt.Errorf("migrate: %w", err)
-		}
-		if n > 0 {
-			continue
-		}
-		body, _ := migrationFS.ReadFile(name)
-		ddl := string(body)
-		for i := 0; i+1 < len(s.dialect.DDL); i += 2 {
-			ddl = strings.ReplaceAll(ddl, s.dialect.DDL[i], s.dialect.DDL[i+1])
+	for _, base := range names {
+		ddl, err := s.dialect.Migration(base)
+		if err != nil {
+			return err
 		}
 		err = s.withTx(ctx, func(tx *Tx) error {
+			var n int
+			if err := tx.queryRow(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE name = ?`, base).Scan(&n); err != nil || n > 0 {
+				return err
+			}
 			for _, stmt := range strings.Split(ddl, ";") {
 				if strings.TrimSpace(stmt) == "" {
 					continue
@@ -153,6 +234,38 @@ func (s *DB) migrate(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// Migrations returns the names of the embedded migrations, in the order
+// they apply.
+func Migrations() ([]string, error) {
+	names, err := fs.Glob(migrationFS, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	for i, name := range names {
+		base := strings.TrimPrefix(name, "migrations/")
+		if _, err := strconv.Atoi(strings.SplitN(base, "_", 2)[0]); err != nil {
+			return nil, fmt.Errorf("migration %s: name must start with a number", name)
+		}
+		names[i] = base
+	}
+	return names, nil
+}
+
+// Migration returns the embedded migration name (0001_init.sql) with the
+// dialect's DDL rewrites applied.
+func (d Dialect) Migration(name string) (string, error) {
+	body, err := migrationFS.ReadFile("migrations/" + name)
+	if err != nil {
+		return "", fmt.Errorf("migration %s: %w", name, err)
+	}
+	ddl := string(body)
+	for i := 0; i+1 < len(d.DDL); i += 2 {
+		ddl = regexp.MustCompile(`\b`+regexp.QuoteMeta(d.DDL[i])+`\b`).ReplaceAllLiteralString(ddl, d.DDL[i+1])
+	}
+	return ddl, nil
 }
 
 // q rewrites ? placeholders for the dialect.
@@ -191,6 +304,24 @@ func (t *Tx) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
 	return t.tx.QueryRowContext(ctx, t.s.q(query), args...)
 }
 
+// int64s runs a query of one integer column and returns its values.
+func (t *Tx) int64s(ctx context.Context, query string, args ...any) ([]int64, error) {
+	rows, err := t.query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var v int64
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
 // insert runs an INSERT … RETURNING id and returns the id.
 func (t *Tx) insert(ctx context.Context, query string, args ...any) (int64, error) {
 	var id int64
@@ -199,21 +330,44 @@ func (t *Tx) insert(ctx context.Context, query string, args ...any) (int64, erro
 }
 
 // withTx runs fn in a transaction, committing when it returns nil.
+//
+// A writing transaction has the database to itself, on both dialects, so
+// that the rules which read and then write (a balance before a charge, free
+// GPUs before a placement, the latest close before the next) hold without
+// each of them taking its own locks. On SQLite the transaction begins
+// IMMEDIATE on the one writer connection. On PostgreSQL its first statement
+// takes a transaction-scoped advisory lock, one per database and schema
+// (Dialect.WriteLock), which also serialises writers in other server
+// processes sharing the database; it is released at commit or rollback.
+// Reads (read, and the single statements outside transactions) never wait
+// for it. Its statements run at READ COMMITTED, so each one after the lock
+// sees everything the previous writer committed.
 func (s *DB) withTx(ctx context.Context, fn func(tx *Tx) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	if err := fn(&Tx{tx: tx, s: s}); err != nil {
+	t := &Tx{tx: tx, s: s}
+	if s.dialect.WriteLock != "" {
+		if _, err := t.exec(ctx, s.dialect.WriteLock, s.lockKey); err != nil {
+			return fmt.Errorf("write lock: %w", err)
+		}
+	}
+	if err := fn(t); err != nil {
 		return err
 	}
 	return tx.Commit()
 }
 
-// read runs fn in a transaction that is rolled back (a consistent read).
+// read runs fn in a transaction that is rolled back: a consistent read (on
+// PostgreSQL a read-only REPEATABLE READ snapshot, which takes no lock).
 func (s *DB) read(ctx context.Context, fn func(tx *Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+	var opts *sql.TxOptions
+	if s.dialect.Name == "postgres" {
+		opts = &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
+	}
+	tx, err := s.db.BeginTx(ctx, opts)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,14 @@
 // settled into balanced double-entry ledger postings, idempotent usage and
 // log ingestion.
 //
+// Dialects (db.go): the SQL is written once with ? placeholders; the
+// Dialect rewrites placeholders and a few words of DDL (PostgreSQL's
+// INTEGER is 32 bits: every INTEGER becomes BIGINT). A writing transaction
+// has the database to itself on both: SQLite begins IMMEDIATE on its one
+// writer connection; PostgreSQL takes a transaction-scoped advisory lock per
+// database and schema, which also serialises server processes sharing it.
+// Copy (copy.go) moves a whole store between databases, verified.
+//
 // Billing (docs/billing.md): status changes settle the meters they touch
 // inline; the periodic hour close (CloseBooks, closes.go) settles every
 // active meter from an in-memory billing.Book in one transaction with one

@@ -111,6 +111,10 @@ type Placement struct {
 	// Preempt are the instances that lose their GPUs (or cores) to this one,
 	// at the versions the plan saw.
 	Preempt []Victim
+	// Bookings are the live bookings on the machine the plan saw (nil: not
+	// checked). A booking made since makes the plan stale: it may hold the
+	// GPUs the plan gives away.
+	Bookings []int64
 }
 
 // Victim is an instance a plan preempts, at the version the plan saw: when
@@ -157,6 +161,17 @@ func (s *DB) ApplyPlacements(ctx context.Context, ps []Placement, now time.Time)
 			}
 			if !m.Listing.Listed {
 				return suanli.Errorf(suanli.ECONFLICT, "offer %d is no longer listed: search again", m.ID)
+			}
+			if p.Bookings != nil {
+				ids, err := tx.int64s(ctx, `SELECT id FROM bookings WHERE machine_id = ? AND `+liveBookings, m.ID)
+				if err != nil {
+					return err
+				}
+				for _, id := range ids {
+					if !slices.Contains(p.Bookings, id) {
+						return suanli.Errorf(suanli.ECONFLICT, "offer %d was booked ahead (booking %d) while planning: plan again", m.ID, id)
+					}
+				}
 			}
 			victims := make([]int64, 0, len(p.Preempt))
 			for _, v := range p.Preempt {

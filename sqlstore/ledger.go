@@ -164,19 +164,9 @@ func (s *DB) CheckLedger(ctx context.Context) (*LedgerCheck, error) {
 				c.Mismatched = append(c.Mismatched, a)
 			}
 		}
-		rows, err = tx.query(ctx, `SELECT txn_id FROM postings GROUP BY txn_id HAVING SUM(amount) <> 0`)
-		if err != nil {
+		if c.UnbalancedTxn, err = tx.int64s(ctx, `SELECT txn_id FROM postings GROUP BY txn_id HAVING SUM(amount) <> 0`); err != nil {
 			return err
 		}
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
-			}
-			c.UnbalancedTxn = append(c.UnbalancedTxn, id)
-		}
-		rows.Close()
 		var total int64
 		if err := tx.queryRow(ctx, `SELECT COALESCE(SUM(amount), 0) FROM ledger_txns WHERE kind <> 'credit'`).Scan(&total); err != nil {
 			return err
@@ -196,7 +186,11 @@ func (s *DB) CheckLedger(ctx context.Context) (*LedgerCheck, error) {
 
 // LedgerStats are cheap ledger gauges for metrics.
 type LedgerStats struct {
-	Postings int64        // postings so far, an hour close's lines counted as a row-per-charge ledger writes them
+	// Postings so far, an hour close's lines counted as a row-per-charge
+	// ledger writes them. Read from the highest posting id: exact on SQLite,
+	// an upper bound on PostgreSQL (a rolled-back insert leaves a gap in the
+	// sequence).
+	Postings int64
 	BurnRate suanli.Money // all active meters per hour
 }
 

@@ -23,11 +23,14 @@ func (tx *Tx) createMachine(ctx context.Context, m *suanli.Machine) error {
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		m.OwnerID, string(hw), m.Simulated, m.Status, us(m.LastHeartbeat), m.AgentVersion, m.Runtime, m.Country, m.Region,
 		m.Geolocation, m.Datacenter, m.Verified, m.InetUpMbps, m.InetDownMbps, m.Reliability, string(listing), us(m.CreatedAt))
-	m.ID = id
 	if err != nil {
 		return err
 	}
-	return tx.upsertBeat(ctx, id, us(m.LastHeartbeat))
+	m.ID = id
+	if err := tx.upsertBeat(ctx, id, us(m.LastHeartbeat)); err != nil {
+		return err
+	}
+	return tx.noteChange(ctx, ChangeMachine, id)
 }
 
 type scanner interface{ Scan(...any) error }
@@ -185,7 +188,7 @@ func (s *DB) UpdateListing(ctx context.Context, id int64, l suanli.Listing, coun
 		if n, _ := res.RowsAffected(); n == 0 {
 			return notFound("machine", id)
 		}
-		return nil
+		return tx.noteChange(ctx, ChangeListing, id)
 	})
 	if err != nil {
 		return nil, err
@@ -206,6 +209,17 @@ type Heartbeat struct {
 // once; beats that change nothing go through RecordBeats in batches.
 func (s *DB) RecordHeartbeat(ctx context.Context, id int64, h Heartbeat) error {
 	return s.withTx(ctx, func(tx *Tx) error {
+		// A status or hardware change is on the change feed (other replicas
+		// reload the machine's offer); a plain heartbeat is not.
+		var was string
+		if err := tx.queryRow(ctx, `SELECT status FROM machines WHERE id = ?`, id).Scan(&was); err != nil && !isNoRows(err) {
+			return err
+		}
+		if h.Hardware != nil || was != h.Status {
+			if err := tx.noteChange(ctx, ChangeStatus, id); err != nil {
+				return err
+			}
+		}
 		if h.Hardware != nil {
 			hw, _ := json.Marshal(h.Hardware)
 			sim := false
@@ -227,8 +241,12 @@ func (s *DB) RecordHeartbeat(ctx context.Context, id int64, h Heartbeat) error {
 
 // SetMachineStatus changes a machine's lease status (online/suspect/offline).
 func (s *DB) SetMachineStatus(ctx context.Context, id int64, status string) error {
-	_, err := s.db.ExecContext(ctx, s.q(`UPDATE machines SET status = ? WHERE id = ?`), status, id)
-	return err
+	return s.withTx(ctx, func(tx *Tx) error {
+		if _, err := tx.exec(ctx, `UPDATE machines SET status = ? WHERE id = ?`, status, id); err != nil {
+			return err
+		}
+		return tx.noteChange(ctx, ChangeStatus, id)
+	})
 }
 
 // DesiredVersion returns the machine's desired-state version.
@@ -241,9 +259,13 @@ func (s *DB) DesiredVersion(ctx context.Context, id int64) (int64, error) {
 	return v, err
 }
 
+// bumpDesired marks a change to what the machine's agent should run, and
+// so to its offer: its agent is woken, on whichever replica it waits.
 func (tx *Tx) bumpDesired(ctx context.Context, machineID int64) error {
-	_, err := tx.exec(ctx, `UPDATE machines SET desired_version = desired_version + 1 WHERE id = ?`, machineID)
-	return err
+	if _, err := tx.exec(ctx, `UPDATE machines SET desired_version = desired_version + 1 WHERE id = ?`, machineID); err != nil {
+		return err
+	}
+	return tx.noteChange(ctx, ChangeDesired, machineID)
 }
 
 // MachineUsage returns what a machine's live instances hold now.
@@ -319,6 +341,9 @@ func (s *DB) ObserveHosts(ctx context.Context, offline map[int64]time.Duration, 
 			score := r.h.Reliability()
 			if math.Round(score*200) != math.Round(r.old*200) {
 				changed = append(changed, r.id)
+				if err := tx.noteChange(ctx, ChangeReliability, r.id); err != nil {
+					return err
+				}
 			}
 			if _, err := tx.exec(ctx, `UPDATE machines SET observed_s = ?, online_s = ?, reliability = ? WHERE id = ?`,
 				int64(r.h.Observed/time.Second), int64(r.h.Online/time.Second), score, r.id); err != nil {

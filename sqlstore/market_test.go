@@ -11,7 +11,11 @@ import (
 // TestChangeRateSettlesAtTheOldRate: a rate change settles the compute
 // meter at the old rate up to the change, then the new rate applies.
 func TestChangeRateSettlesAtTheOldRate(t *testing.T) {
-	db := MustOpen(t)
+	EachBackend(t, testChangeRateSettlesAtTheOldRate)
+}
+
+func testChangeRateSettlesAtTheOldRate(t *testing.T, b Backend) {
+	db := b.MustOpen(t)
 	ctx := t.Context()
 	host := MustAccount(t, db, "host", 0)
 	renter := MustAccount(t, db, "renter", suanli.Dollars(10))
@@ -61,8 +65,10 @@ func TestChangeRateSettlesAtTheOldRate(t *testing.T) {
 
 // TestApplyPlacementsPreempts: a placement's victims go preempting in the
 // same transaction; a victim that changed since the plan makes it stale.
-func TestApplyPlacementsPreempts(t *testing.T) {
-	db := MustOpen(t)
+func TestApplyPlacementsPreempts(t *testing.T) { EachBackend(t, testApplyPlacementsPreempts) }
+
+func testApplyPlacementsPreempts(t *testing.T, b Backend) {
+	db := b.MustOpen(t)
 	ctx := t.Context()
 	host := MustAccount(t, db, "host", 0)
 	renter := MustAccount(t, db, "renter", suanli.Dollars(10))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"math/big"
 	"math/rand/v2"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -19,11 +18,13 @@ import (
 // It runs with the product's hour closes and with the row-per-charge
 // settlement they replaced.
 func TestLedgerAgainstOracle(t *testing.T) {
-	for _, mode := range []string{"close", "rows"} {
-		for seed := uint64(1); seed <= map[string]uint64{"close": 4, "rows": 2}[mode]; seed++ {
-			t.Run(mode, func(t *testing.T) { ledgerOracleRun(t, seed, mode) })
+	EachBackend(t, func(t *testing.T, b Backend) {
+		for _, mode := range []string{"close", "rows"} {
+			for seed := uint64(1); seed <= map[string]uint64{"close": 4, "rows": 2}[mode]; seed++ {
+				t.Run(mode, func(t *testing.T) { ledgerOracleRun(t, b, seed, mode) })
+			}
 		}
-	}
+	})
 }
 
 func settleBy(mode string, db *sqlstore.DB, ctx context.Context, now time.Time) error {
@@ -36,9 +37,9 @@ func settleBy(mode string, db *sqlstore.DB, ctx context.Context, now time.Time) 
 	return err
 }
 
-func ledgerOracleRun(t *testing.T, seed uint64, mode string) {
+func ledgerOracleRun(t *testing.T, b Backend, seed uint64, mode string) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "s.db")
+	path := b.NewDSN(t)
 	db, err := sqlstore.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -142,22 +143,34 @@ func (s *DB) SettleRows(ctx context.Context, now time.Time) (int, error) {
 
 // insertTxns writes ledger transactions with multi-row inserts and returns
 // their ids, in order. On SQLite (one writer) the ids are assigned here,
-// after the highest; elsewhere each row gets its id from the database.
+// after the highest; on PostgreSQL they are drawn from the table's sequence
+// first (ascending), so that later inserts without an id never collide.
 func (tx *Tx) insertTxns(ctx context.Context, ts []txn) ([]int64, error) {
 	ids := make([]int64, len(ts))
-	if tx.s.dialect.Name != "sqlite" {
-		for i, t := range ts {
-			id, err := tx.insert(ctx, `INSERT INTO ledger_txns (kind, account_id, instance_id, amount, from_us, to_us, quantity, memo, created_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, t.Kind, t.AccountID, t.InstanceID, int64(t.Amount), us(t.From), us(t.To), t.Quantity, t.Memo, us(t.At))
-			if err != nil {
+	var next int64
+	if tx.s.dialect.Name == "postgres" {
+		rows, err := tx.query(ctx, `SELECT nextval(pg_get_serial_sequence('ledger_txns', 'id')) FROM generate_series(1, ?::bigint)`, len(ts))
+		if err != nil {
+			return nil, err
+		}
+		got := ids[:0]
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
 				return nil, err
 			}
-			ids[i] = id
+			got = append(got, id)
 		}
-		return ids, nil
-	}
-	var next int64
-	if err := tx.queryRow(ctx, `SELECT COALESCE(MAX(id), 0) + 1 FROM ledger_txns`).Scan(&next); err != nil {
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		if len(got) != len(ts) {
+			return nil, fmt.Errorf("ledger: drew %d transaction ids, want %d", len(got), len(ts))
+		}
+		slices.Sort(ids)
+	} else if err := tx.queryRow(ctx, `SELECT COALESCE(MAX(id), 0) + 1 FROM ledger_txns`).Scan(&next); err != nil {
 		return nil, err
 	}
 	const batch = 3000 // 10 values a row, under SQLite's 32766 variables
@@ -165,9 +178,11 @@ func (tx *Tx) insertTxns(ctx context.Context, ts []txn) ([]int64, error) {
 		part := ts[lo:min(lo+batch, len(ts))]
 		args := make([]any, 0, 10*len(part))
 		for i, t := range part {
-			ids[lo+i] = next
-			args = append(args, next, t.Kind, t.AccountID, t.InstanceID, int64(t.Amount), us(t.From), us(t.To), t.Quantity, t.Memo, us(t.At))
-			next++
+			if next != 0 {
+				ids[lo+i] = next
+				next++
+			}
+			args = append(args, ids[lo+i], t.Kind, t.AccountID, t.InstanceID, int64(t.Amount), us(t.From), us(t.To), t.Quantity, t.Memo, us(t.At))
 		}
 		if _, err := tx.exec(ctx, `INSERT INTO ledger_txns (id, kind, account_id, instance_id, amount, from_us, to_us, quantity, memo, created_at)
 			VALUES `+values(len(part), 10), args...); err != nil {

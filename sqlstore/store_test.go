@@ -3,8 +3,6 @@ package sqlstore_test
 import (
 	"context"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,22 +10,6 @@ import (
 	"github.com/suanli/suanli"
 	"github.com/suanli/suanli/sqlstore"
 )
-
-// MustOpen opens a store on a real SQLite file in a temp dir (or on
-// PostgreSQL when SUANLI_TEST_POSTGRES_DSN is set).
-func MustOpen(tb testing.TB) *sqlstore.DB {
-	tb.Helper()
-	dsn := filepath.Join(tb.TempDir(), "suanli.db")
-	if pg := os.Getenv("SUANLI_TEST_POSTGRES_DSN"); pg != "" {
-		dsn = pg
-	}
-	db, err := sqlstore.Open(context.Background(), dsn)
-	if err != nil {
-		tb.Fatalf("open: %v", err)
-	}
-	tb.Cleanup(func() { db.Close() })
-	return db
-}
 
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
@@ -91,8 +73,10 @@ func setStatus(t *testing.T, db *sqlstore.DB, id int64, status string, at time.T
 	return in
 }
 
-func TestApplyPlanRechecksCapacity(t *testing.T) {
-	db := MustOpen(t)
+func TestApplyPlanRechecksCapacity(t *testing.T) { EachBackend(t, testApplyPlanRechecksCapacity) }
+
+func testApplyPlanRechecksCapacity(t *testing.T, b Backend) {
+	db := b.MustOpen(t)
 	ctx := t.Context()
 	host := MustAccount(t, db, "host", 0)
 	renter := MustAccount(t, db, "renter", suanli.Dollars(10))
@@ -125,7 +109,11 @@ func TestApplyPlanRechecksCapacity(t *testing.T) {
 }
 
 func TestApplyPlanNeedsOneHourOfBalance(t *testing.T) {
-	db := MustOpen(t)
+	EachBackend(t, testApplyPlanNeedsOneHourOfBalance)
+}
+
+func testApplyPlanNeedsOneHourOfBalance(t *testing.T, b Backend) {
+	db := b.MustOpen(t)
 	host := MustAccount(t, db, "host", 0)
 	renter := MustAccount(t, db, "poor", 300_000) // $0.30 < $0.40/h
 	m := MustMachine(t, db, host.ID, 1)
@@ -142,8 +130,10 @@ func TestApplyPlanNeedsOneHourOfBalance(t *testing.T) {
 // with settlements at random points, and checks that compute was billed for
 // exactly the running time, storage for exactly the lifetime, and that the
 // ledger balances.
-func TestBillingExact(t *testing.T) {
-	db := MustOpen(t)
+func TestBillingExact(t *testing.T) { EachBackend(t, testBillingExact) }
+
+func testBillingExact(t *testing.T, b Backend) {
+	db := b.MustOpen(t)
 	ctx := t.Context()
 	host := MustAccount(t, db, "host", 0)
 	renter := MustAccount(t, db, "renter", suanli.Dollars(100))
@@ -212,8 +202,10 @@ func TestBillingExact(t *testing.T) {
 	}
 }
 
-func TestUsageDeduplicatedBySequence(t *testing.T) {
-	db := MustOpen(t)
+func TestUsageDeduplicatedBySequence(t *testing.T) { EachBackend(t, testUsageDeduplicatedBySequence) }
+
+func testUsageDeduplicatedBySequence(t *testing.T, b Backend) {
+	db := b.MustOpen(t)
 	ctx := t.Context()
 	host := MustAccount(t, db, "host", 0)
 	renter := MustAccount(t, db, "renter", suanli.Dollars(10))
@@ -243,8 +235,10 @@ func TestUsageDeduplicatedBySequence(t *testing.T) {
 	}
 }
 
-func TestLogAppendIdempotent(t *testing.T) {
-	db := MustOpen(t)
+func TestLogAppendIdempotent(t *testing.T) { EachBackend(t, testLogAppendIdempotent) }
+
+func testLogAppendIdempotent(t *testing.T, b Backend) {
+	db := b.MustOpen(t)
 	ctx := t.Context()
 	if _, err := db.AppendLog(ctx, 7, 0, []byte("hello ")); err != nil {
 		t.Fatal(err)
@@ -274,8 +268,10 @@ func TestLogAppendIdempotent(t *testing.T) {
 	}
 }
 
-func TestReopenKeepsData(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "s.db")
+func TestReopenKeepsData(t *testing.T) { EachBackend(t, testReopenKeepsData) }
+
+func testReopenKeepsData(t *testing.T, b Backend) {
+	path := b.NewDSN(t)
 	ctx := t.Context()
 	db, err := sqlstore.Open(ctx, path)
 	if err != nil {
@@ -294,6 +290,9 @@ func TestReopenKeepsData(t *testing.T) {
 	defer db.Close()
 	if b, _ := db.LedgerBalance(ctx, suanli.LedgerBalance(a.ID)); b != 5_000_000 {
 		t.Fatalf("balance after reopen = %d", b)
+	}
+	if b.Name != "sqlite" {
+		return
 	}
 	var mode string
 	db.SQL().QueryRow(`PRAGMA journal_mode`).Scan(&mode)

@@ -22,6 +22,7 @@ import (
 	"github.com/suanli/suanli/auth"
 	"github.com/suanli/suanli/control"
 	shttp "github.com/suanli/suanli/http"
+	"github.com/suanli/suanli/internal/pgtest"
 	"github.com/suanli/suanli/sqlstore"
 	"github.com/suanli/suanli/vastapi"
 	"golang.org/x/crypto/ssh"
@@ -66,7 +67,7 @@ const sshPort = 2222
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	ctx := context.Background()
-	db, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	db, err := sqlstore.Open(ctx, pgtest.StoreDSN(t, filepath.Join(t.TempDir(), "s.db")))
 	if err != nil {
 		t.Fatal(err)
 	}

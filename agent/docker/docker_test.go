@@ -1,6 +1,7 @@
 package docker_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -117,6 +118,7 @@ func TestRun(t *testing.T) {
 	if err != nil || code != 0 || out.String() != "ping" {
 		t.Errorf("exec stdin = %d, %q, %v; want 0, ping", code, out.String(), err)
 	}
+	checkTTY(t, r)
 	if code, _ := execOut(t, r, 1, "/no/such/binary"); code != 126 && code != 127 {
 		t.Errorf("exec of a missing binary exited %d, want 126 or 127", code)
 	}
@@ -674,5 +676,75 @@ func TestVolumeSurvivesDestroy(t *testing.T) {
 	}
 	if ids, _ := r.Volumes(ctx); slices.Contains(ids, vol.ID) {
 		t.Errorf("volume still listed after RemoveVolume")
+	}
+}
+
+// checkTTY runs a command on a terminal in instance 1 (docker exec -t):
+// it sees a terminal of the asked size and TERM, a window change reaches it
+// as SIGWINCH with the new size, input reaches it, and its exit code comes
+// back. Without a terminal the same command says so.
+func checkTTY(t *testing.T, r *docker.Runtime) {
+	t.Helper()
+	if code, out := execOut(t, r, 1, "/t", "tty"); code != 3 || out != "no tty\n" {
+		t.Errorf("exec tty without a terminal = %d, %q; want 3, no tty", code, out)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	resize := make(chan [2]uint16, 1)
+	type result struct {
+		code int
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, err := r.ExecTTY(t.Context(), 1, []string{"/t", "tty"}, nil, docker.Terminal{Term: "xterm-256color", Cols: 101, Rows: 33, Resize: resize}, inR, outW)
+		outW.Close()
+		done <- result{code, err}
+	}()
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(outR)
+		for sc.Scan() {
+			lines <- strings.TrimRight(sc.Text(), "\r")
+		}
+		close(lines)
+	}()
+	var seen []string
+	expect := func(what string, ok func(line string) bool) {
+		t.Helper()
+		timeout := time.After(10 * time.Second)
+		for {
+			select {
+			case l, open := <-lines:
+				if !open {
+					t.Fatalf("terminal closed before %s; it said %q", what, seen)
+				}
+				seen = append(seen, l)
+				if ok(l) {
+					return
+				}
+			case <-timeout:
+				t.Fatalf("no %s from the terminal within 10 s; it said %q", what, seen)
+			}
+		}
+	}
+	// Daemons before API 1.42 size the terminal just after the start, so
+	// the size may come as the first line or as a window change after it.
+	expect("terminal with TERM", func(l string) bool { return strings.HasPrefix(l, "tty ") && strings.HasSuffix(l, " xterm-256color") })
+	if !strings.Contains(seen[len(seen)-1], " 101x33 ") {
+		expect("size 101x33", func(l string) bool { return l == "winch 101x33" })
+	}
+	resize <- [2]uint16{140, 50}
+	expect("window change to 140x50", func(l string) bool { return l == "winch 140x50" })
+	io.WriteString(inW, "bye\n")
+	expect("bye", func(l string) bool { return l == "bye" })
+	inW.Close()
+	select {
+	case res := <-done:
+		if res.err != nil || res.code != 0 {
+			t.Errorf("ExecTTY = %d, %v; want 0", res.code, res.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ExecTTY did not return after the command exited")
 	}
 }

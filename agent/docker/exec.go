@@ -35,6 +35,30 @@ type PortMapper interface {
 // ECONFLICT when it is not running. A command that cannot be started
 // (not found in the image) is an exit code (126 or 127), as in a shell.
 func (r *Runtime) Exec(ctx context.Context, id int64, cmd []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	return r.exec(ctx, id, cmd, nil, nil, stdin, stdout, stderr)
+}
+
+// Terminal is the terminal ExecTTY gives a command.
+type Terminal struct {
+	Term       string // TERM, e.g. xterm-256color
+	Cols, Rows uint16
+	// Resize carries new sizes (cols, rows) as the client's window changes;
+	// nil when it never changes.
+	Resize <-chan [2]uint16
+}
+
+// ExecTTY runs cmd in the running instance on a terminal of t's size
+// (docker exec -t): stdin goes to the terminal and everything the command
+// writes, stdout and stderr alike, comes back on stdout; window changes are
+// passed on. env adds KEY=value pairs (TERM is set from t). Errors as Exec.
+func (r *Runtime) ExecTTY(ctx context.Context, id int64, cmd, env []string, t Terminal, stdin io.Reader, stdout io.Writer) (int, error) {
+	if t.Term != "" {
+		env = append(append([]string(nil), env...), "TERM="+t.Term)
+	}
+	return r.exec(ctx, id, cmd, env, &t, stdin, stdout, nil)
+}
+
+func (r *Runtime) exec(ctx context.Context, id int64, cmd, env []string, tty *Terminal, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
 	if len(cmd) == 0 {
 		return -1, suanli.Errorf(suanli.EINVALID, "instance %d: exec needs a command", id)
 	}
@@ -46,16 +70,23 @@ func (r *Runtime) Exec(ctx context.Context, id int64, cmd []string, stdin io.Rea
 	} else if !c.State.Running || c.State.Paused {
 		return -1, suanli.Errorf(suanli.ECONFLICT, "instance %d is not running (%s): start it first", id, c.State.Status)
 	}
-	ex, err := r.cli.ExecCreate(ctx, c.ID, client.ExecCreateOptions{
+	opts := client.ExecCreateOptions{
 		AttachStdin:  stdin != nil,
 		AttachStdout: true,
 		AttachStderr: true,
 		Cmd:          cmd,
-	})
+		Env:          env,
+	}
+	var size client.ConsoleSize
+	if tty != nil {
+		size = client.ConsoleSize{Height: uint(tty.Rows), Width: uint(tty.Cols)}
+		opts.TTY, opts.ConsoleSize = true, size
+	}
+	ex, err := r.cli.ExecCreate(ctx, c.ID, opts)
 	if err != nil {
 		return -1, r.daemonErr(fmt.Sprintf("instance %d: exec", id), err)
 	}
-	att, err := r.cli.ExecAttach(ctx, ex.ID, client.ExecAttachOptions{})
+	att, err := r.cli.ExecAttach(ctx, ex.ID, client.ExecAttachOptions{TTY: tty != nil, ConsoleSize: size})
 	if err != nil {
 		return -1, r.daemonErr(fmt.Sprintf("instance %d: exec attach", id), err)
 	}
@@ -74,7 +105,45 @@ func (r *Runtime) Exec(ctx context.Context, id int64, cmd []string, stdin io.Rea
 	if stderr == nil {
 		stderr = io.Discard
 	}
-	_, copyErr := stdcopy.StdCopy(stdout, stderr, att.Reader)
+	var copyErr error
+	if tty != nil {
+		// A terminal's output is one raw stream, not multiplexed.
+		done := make(chan struct{})
+		defer close(done)
+		go func() {
+			// Daemons before API 1.42 ignore the size given at create: set
+			// it now, as the docker CLI does (the command gets a SIGWINCH).
+			for i := 0; i < 10; i++ {
+				if _, err := r.cli.ExecResize(ctx, ex.ID, client.ExecResizeOptions{Height: size.Height, Width: size.Width}); err == nil {
+					break
+				}
+				select {
+				case <-done:
+					return
+				case <-time.After(time.Duration(i+1) * 10 * time.Millisecond):
+				}
+			}
+			if tty.Resize == nil {
+				return
+			}
+			for {
+				select {
+				case <-done:
+					return
+				case sz, ok := <-tty.Resize:
+					if !ok {
+						return
+					}
+					if _, err := r.cli.ExecResize(ctx, ex.ID, client.ExecResizeOptions{Height: uint(sz[1]), Width: uint(sz[0])}); err != nil {
+						r.log.Debug("exec resize", "instance_id", id, "err", err)
+					}
+				}
+			}
+		}()
+		_, copyErr = io.Copy(stdout, att.Reader)
+	} else {
+		_, copyErr = stdcopy.StdCopy(stdout, stderr, att.Reader)
+	}
 	if ctx.Err() != nil {
 		return -1, ctx.Err()
 	}

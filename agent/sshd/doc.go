@@ -15,8 +15,9 @@
 // Sessions run in the instance through a Target: the process runtime
 // (commands in the instance's work directory with its environment, with a
 // PTY, window changes and the exit status; SFTP served in-process, rooted
-// at the work directory) or the Docker runtime (docker exec; no PTY yet;
-// SFTP through the image's sftp-server). `scp` (SFTP or -O), `sftp` and
+// at the work directory) or the Docker runtime (docker exec, on a terminal
+// when the client asks for one — size, TERM and window changes; SFTP
+// through the image's sftp-server). `scp` (SFTP or -O), `sftp` and
 // `rsync -e ssh` (when rsync exists in the instance) work through these.
 // Port forwarding, agent forwarding and X11 are refused.
 //

@@ -163,17 +163,11 @@ flags:
 		}
 	}
 	plan := churnPlan(cfg)
-	if cfg.CPUProfile != "" {
-		f, err := os.Create(cfg.CPUProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(cfg.CPUProfile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 
 	// The product: warm the book as the server does at start, then close.
 	prod, err := sqlstore.Open(ctx, paths["close"])

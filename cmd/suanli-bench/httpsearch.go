@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"sync"
@@ -35,6 +36,7 @@ func runHTTPSearch(ctx context.Context, args []string) error {
 	seed := fs.Uint64("seed", 1, "generator seed")
 	clients := fs.Int("clients", 8, "concurrent HTTP clients")
 	dur := fs.Duration("duration", 10*time.Second, "how long to send requests")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the timed phase to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -70,7 +72,10 @@ func runHTTPSearch(ctx context.Context, args []string) error {
 	url := "http://" + ln.Addr().String() + "/v1/offers/search"
 	qs := makeQueries(20, *n, *seed)
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *clients * 2}, Timeout: 30 * time.Second}
-	post := func(q suanli.OfferQuery) (*suanli.OfferResult, error) {
+	// post sends q; with decode false (the timed phase) it reads the reply
+	// whole and checks its status but does not parse it — a load generator's
+	// job, like wrk's; the answers were checked before timing.
+	post := func(q suanli.OfferQuery, decode bool) (*suanli.OfferResult, error) {
 		body, _ := json.Marshal(q)
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+key)
@@ -84,12 +89,19 @@ func runHTTPSearch(ctx context.Context, args []string) error {
 			b, _ := io.ReadAll(resp.Body)
 			return nil, fmt.Errorf("status %d: %s", resp.StatusCode, b)
 		}
+		if !decode {
+			n, err := io.Copy(io.Discard, resp.Body)
+			if err == nil && n < 2 {
+				err = fmt.Errorf("empty reply")
+			}
+			return nil, err
+		}
 		var r suanli.OfferResult
 		return &r, json.NewDecoder(resp.Body).Decode(&r)
 	}
 	// Same answers over HTTP as from the index.
 	for _, bq := range qs {
-		got, err := post(bq.q)
+		got, err := post(bq.q, true)
 		if err != nil {
 			return fmt.Errorf("query %q: %w", bq.q.Query, err)
 		}
@@ -102,9 +114,16 @@ func runHTTPSearch(ctx context.Context, args []string) error {
 		}
 	}
 	fmt.Fprintf(os.Stderr, "verified %d queries; %d clients for %s…\n", len(qs), *clients, *dur)
+	stopProfile, err := startCPUProfile(*cpuprofile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	var mu sync.Mutex
 	var lat []time.Duration
+	byClass := map[string][]time.Duration{}
 	var errs atomic.Int64
+	cpu0 := processCPU()
 	deadline := time.Now().Add(*dur)
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -113,21 +132,29 @@ func runHTTPSearch(ctx context.Context, args []string) error {
 		go func(c int) {
 			defer wg.Done()
 			var mine []time.Duration
+			mineBy := map[string][]time.Duration{}
 			for i := c; time.Now().Before(deadline); i++ {
+				bq := qs[i%len(qs)]
 				t0 := time.Now()
-				if _, err := post(qs[i%len(qs)].q); err != nil {
+				if _, err := post(bq.q, false); err != nil {
 					errs.Add(1)
 					continue
 				}
-				mine = append(mine, time.Since(t0))
+				d := time.Since(t0)
+				mine = append(mine, d)
+				mineBy[bq.class] = append(mineBy[bq.class], d)
 			}
 			mu.Lock()
 			lat = append(lat, mine...)
+			for k, v := range mineBy {
+				byClass[k] = append(byClass[k], v...)
+			}
 			mu.Unlock()
 		}(c)
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu := processCPU() - cpu0
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	if len(lat) == 0 {
 		return fmt.Errorf("no request succeeded (%d errors)", errs.Load())
@@ -135,7 +162,23 @@ func runHTTPSearch(ctx context.Context, args []string) error {
 	pct := func(p float64) time.Duration { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
 	rps := float64(len(lat)) / elapsed.Seconds()
 	fmt.Printf("offers %d, clients %d, requests %d, errors %d\n", *n, *clients, len(lat), errs.Load())
+	classes := make([]string, 0, len(byClass))
+	for k := range byClass {
+		classes = append(classes, k)
+	}
+	sort.Strings(classes)
+	for _, k := range classes {
+		l := byClass[k]
+		slices.Sort(l)
+		fmt.Printf("  %-14s %6d requests  p50 %6.2f ms  p99 %6.2f ms\n", k, len(l), ms(l[len(l)/2]), ms(l[min(len(l)-1, len(l)*99/100)]))
+	}
 	fmt.Printf("latency p50 %.2f ms, p99 %.2f ms, max %.2f ms\n", ms(pct(0.50)), ms(pct(0.99)), ms(lat[len(lat)-1]))
+	// CPU per request (server and load generator together, one process)
+	// does not depend on what else the machine runs: cores / it is the rate
+	// this machine can serve when the benchmark has it to itself.
+	if perReq := cpu / time.Duration(len(lat)); perReq > 0 {
+		fmt.Printf("cpu %.3f ms per request (server and clients); %d cores would serve %.0f req/s\n", ms(perReq), runtime.NumCPU(), float64(runtime.NumCPU())/perReq.Seconds())
+	}
 	fmt.Printf("http search: %.0f req/s, p99 %.2f ms\n", rps, ms(pct(0.99)))
 	return nil
 }

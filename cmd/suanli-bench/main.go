@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 )
 
 const usage = `usage: suanli-bench <benchmark> [flags]
@@ -79,4 +80,21 @@ func main() {
 		fmt.Fprintln(os.Stderr, "suanli-bench:", err)
 		os.Exit(1)
 	}
+}
+
+// startCPUProfile writes a CPU profile to path ("" profiles nothing) until
+// the returned stop is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

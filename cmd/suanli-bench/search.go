@@ -217,17 +217,11 @@ func benchSearch(ctx context.Context, c searchConfig, out io.Writer) error {
 		return err
 	}
 
-	if c.cpuprofile != "" {
-		f, err := os.Create(c.cpuprofile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(c.cpuprofile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	order := slices.Clone(queries)
 	rand.New(rand.NewPCG(c.seed, 0x0de7)).Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 	for _, s := range systems {

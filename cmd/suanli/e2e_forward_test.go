@@ -39,12 +39,11 @@ func TestBookingEndToEnd(t *testing.T) {
 		t.Fatalf("calendar: %v\n%s", err, out)
 	}
 	deadline := time.Now().Add(30 * time.Second)
+	// The booking runs for 6 s: under load a poll may miss the instance's
+	// running spell, so that it ran is proven by its start time and log.
 	for b.Status != suanli.BookingCompleted && time.Now().Before(deadline) {
 		time.Sleep(200 * time.Millisecond)
 		m.mustJSON(&b, "bookings", "show", fmt.Sprint(b.ID))
-		if b.Status == suanli.BookingRunning {
-			waitStatus(t, m, fmt.Sprint(b.InstanceID), suanli.StatusRunning, 10*time.Second)
-		}
 	}
 	if b.Status != suanli.BookingCompleted || b.StartedAt == nil {
 		t.Fatalf("booking after its end: %+v", b)

@@ -149,7 +149,7 @@ Client commands find the server and API key in $SUANLI_HOME/config.json
 	root.AddGroup(&cobra.Group{ID: "run", Title: "Run Suanli:"}, &cobra.Group{ID: "rent", Title: "Rent:"},
 		&cobra.Group{ID: "host", Title: "Provide:"}, &cobra.Group{ID: "money", Title: "Pay:"},
 		&cobra.Group{ID: "access", Title: "Access and audit:"})
-	for _, c := range []*cobra.Command{newUpCmd(a), newServerCmd(a), newAgentCmd(a)} {
+	for _, c := range []*cobra.Command{newUpCmd(a), newServerCmd(a), newAgentCmd(a), newMigrateCmd(a), newClusterCmd(a)} {
 		c.GroupID = "run"
 		root.AddCommand(c)
 	}

@@ -49,6 +49,7 @@ type serverConfig struct {
 	TLSHosts       []string      // extra names for the server certificate
 	SSHCAKey       string        // the SSH CA's key file; default HOME/ssh_ca_ed25519
 	VastAPI        bool          // serve the Vast.ai API compatibility layer beside the native API
+	LeaseTTL       time.Duration // the singleton lease: how soon another replica takes over the loops
 	// HeartbeatAddr is the light heartbeat channel's UDP address: "" the
 	// same host and port number as Addr, "off" none.
 	HeartbeatAddr string
@@ -72,6 +73,8 @@ func (c *serverConfig) flags(cmd *cobra.Command) {
 	f.StringVar(&c.TLS, "tls", envOr("SUANLI_TLS", "off"), "serve HTTPS: auto creates a CA and a server certificate in HOME/tls (clients and agents pin the CA); off serves HTTP; env SUANLI_TLS")
 	f.StringSliceVar(&c.TLSHosts, "tls-hosts", nil, "extra DNS names or IPs for the server certificate (localhost, 127.0.0.1, the hostname and the listen host are always in)")
 	f.BoolVar(&c.VastAPI, "vast-api", envOr("SUANLI_VAST_API", "true") != "false", "serve the Vast.ai API (/api/v0, /api/v1) at the same address, so vastai CLIs and SDKs work with VAST_URL set to this server; env SUANLI_VAST_API")
+	f.DurationVar(&c.LeaseTTL, "lease-ttl", envDuration("SUANLI_LEASE_TTL", 10*time.Second), "replicas on one database: when the replica running the singleton loops (hour close, host leases,\n"+
+		"bookings) dies, another takes them over within this; env SUANLI_LEASE_TTL")
 	f.StringVar(&c.HeartbeatAddr, "heartbeat-addr", os.Getenv("SUANLI_HEARTBEAT_ADDR"), "UDP address of the light heartbeat channel: agents send a signed datagram per heartbeat instead of an HTTP sync\n"+
 		"(HOST:PORT; default: the --addr host and port number, on UDP; off: none, agents long-poll over HTTP); env SUANLI_HEARTBEAT_ADDR")
 	f.StringVar(&c.SSHCAKey, "ssh-ca-key", os.Getenv("SUANLI_SSH_CA_KEY"), "the SSH certificate authority's key, created on first start (default HOME/ssh_ca_ed25519; replicas must share it); env SUANLI_SSH_CA_KEY")
@@ -97,9 +100,20 @@ func (c *serverConfig) leaseConfig() (control.Config, error) {
 		return control.Config{}, suanli.FieldErrorf("failover-grace", "%s: must be at least --lost-after (%s), so that a restart gives every host at least its lease", c.FailoverGrace, c.LostAfter)
 	case c.Settle <= 0:
 		return control.Config{}, suanli.FieldErrorf("settle-every", "%s: must be positive", c.Settle)
+	case c.LeaseTTL < 300*time.Millisecond:
+		return control.Config{}, suanli.FieldErrorf("lease-ttl", "%s: give at least 300ms (it is renewed every third of it)", c.LeaseTTL)
 	}
 	return control.Config{HeartbeatInterval: c.Heartbeat, SuspectAfter: suspect, LostAfter: c.LostAfter,
-		FailoverGrace: c.FailoverGrace, SettleInterval: c.Settle}, nil
+		FailoverGrace: c.FailoverGrace, SettleInterval: c.Settle, LeaseTTL: c.LeaseTTL}, nil
+}
+
+// envDuration reads a duration from the environment, def when unset or
+// malformed (the flag's own parsing reports a malformed flag).
+func envDuration(k string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(k)); err == nil {
+		return d
+	}
+	return def
 }
 
 func envOr(k, def string) string {
@@ -185,6 +199,16 @@ func startControlPlane(ctx context.Context, a *app, c serverConfig, logger *slog
 	cfg.FeeBasisPoints, cfg.AllowSimulated = fee, c.AllowSimulated
 	cfg.SecretKey, cfg.AuditKey, cfg.AuditHeadFile = secretKey, auditKey, filepath.Join(a.home, "audit.head")
 	cfg.AuditInterval, cfg.AuditRetention = c.AuditEvery, retention
+	// The home is locked: the last server on it is dead, so its singleton
+	// lease is taken back at once rather than after it expires.
+	replicaFile := filepath.Join(a.home, "replica")
+	if b, err := os.ReadFile(replicaFile); err == nil {
+		cfg.ReclaimLease = strings.TrimSpace(string(b))
+	}
+	if err := os.WriteFile(replicaFile, []byte(store.Origin()+"\n"), 0o600); err != nil {
+		store.Close()
+		return nil, err
+	}
 	svc, err := control.New(ctx, store, cfg, logger)
 	if err != nil {
 		store.Close()
@@ -291,7 +315,7 @@ func startControlPlane(ctx context.Context, a *app, c serverConfig, logger *slog
 		store.Close()
 		close(r.done)
 	}()
-	logger.Info("control plane listening", "url", url, "db", dsn, "vast_api", c.VastAPI)
+	logger.Info("control plane listening", "url", url, "db", sqlstore.RedactDSN(dsn), "vast_api", c.VastAPI, "replica", store.Origin())
 	return r, nil
 }
 
@@ -401,7 +425,13 @@ checkpoint outside the database). Back them up with the database: secrets
 sealed under a lost secret.key do not open again.
 
 Accounts are created by the operator (suanli admin accounts create NAME);
-there is no self-service signup.`,
+there is no self-service signup.
+
+Several servers can share one PostgreSQL database (--db postgres://…, each
+with its own --home holding copies of the same keys): any of them serves any
+request, and the singleton loops (hour close, host leases, bookings) run on
+the one holding the lease, moving within --lease-ttl when it dies. 'suanli
+cluster status' shows which; docs/deploy.md has the details.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			unlock, err := lockHome(a.home)

@@ -8,9 +8,12 @@
 //	testimg dial ADDR       exit 0 when a TCP connection to ADDR opens within 2 s, else 1
 //	testimg env NAME        print the environment variable NAME
 //	testimg stdin           copy stdin to stdout
+//	testimg tty             on a terminal: print its size and TERM, then each new
+//	                        size on SIGWINCH, until a line "bye" comes in
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"net"
@@ -18,13 +21,16 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: testimg serve|write|cat|exit|dial|env|stdin")
+		fmt.Fprintln(os.Stderr, "usage: testimg serve|write|cat|exit|dial|env|stdin|tty")
 		os.Exit(2)
 	}
 	arg := func(i int) string {
@@ -65,6 +71,8 @@ func main() {
 		fmt.Print(os.Getenv(arg(2)))
 	case "stdin":
 		io.Copy(os.Stdout, os.Stdin)
+	case "tty":
+		tty()
 	default:
 		fmt.Fprintf(os.Stderr, "unknown verb %q\n", os.Args[1])
 		os.Exit(2)
@@ -97,4 +105,39 @@ func serve() {
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	<-sig
 	fmt.Println("got SIGTERM, bye")
+}
+
+// tty reports the terminal the command runs on: "tty COLSxROWS TERM" at
+// start, "winch COLSxROWS" on every window change, and exits 0 when a line
+// "bye" comes in; "no tty" and exit 3 when stdin is not a terminal.
+func tty() {
+	size := func() (string, bool) {
+		ws, err := unix.IoctlGetWinsize(0, unix.TIOCGWINSZ)
+		if err != nil {
+			return "", false
+		}
+		return fmt.Sprintf("%dx%d", ws.Col, ws.Row), true
+	}
+	sz, ok := size()
+	if !ok {
+		fmt.Println("no tty")
+		os.Exit(3)
+	}
+	fmt.Printf("tty %s %s\n", sz, os.Getenv("TERM"))
+	winch := make(chan os.Signal, 1)
+	signal.Notify(winch, syscall.SIGWINCH)
+	go func() {
+		for range winch {
+			sz, _ := size()
+			fmt.Printf("winch %s\n", sz)
+		}
+	}()
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		if strings.TrimSpace(sc.Text()) == "bye" {
+			fmt.Println("bye")
+			return
+		}
+	}
+	os.Exit(4)
 }
