@@ -118,14 +118,16 @@ func tty() {
 		}
 		return fmt.Sprintf("%dx%d", ws.Col, ws.Row), true
 	}
+	// Listen before saying anything: a window change that comes as soon as
+	// the first line is read must not be lost.
+	winch := make(chan os.Signal, 1)
+	signal.Notify(winch, syscall.SIGWINCH)
 	sz, ok := size()
 	if !ok {
 		fmt.Println("no tty")
 		os.Exit(3)
 	}
 	fmt.Printf("tty %s %s\n", sz, os.Getenv("TERM"))
-	winch := make(chan os.Signal, 1)
-	signal.Notify(winch, syscall.SIGWINCH)
 	go func() {
 		for range winch {
 			sz, _ := size()
