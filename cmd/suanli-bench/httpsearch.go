@@ -22,6 +22,7 @@ import (
 	"github.com/suanli/suanli"
 	"github.com/suanli/suanli/control"
 	shttp "github.com/suanli/suanli/http"
+	"github.com/suanli/suanli/internal/gctune"
 	"github.com/suanli/suanli/market"
 	"github.com/suanli/suanli/sqlstore"
 )
@@ -37,9 +38,11 @@ func runHTTPSearch(ctx context.Context, args []string) error {
 	clients := fs.Int("clients", 8, "concurrent HTTP clients")
 	dur := fs.Duration("duration", 10*time.Second, "how long to send requests")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the timed phase to this file")
+	gcPercent := fs.Int("gc-percent", gctune.DefaultPercent, "GC target, as `suanli server` sets it (GOGC in the environment overrides both)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	fmt.Fprintf(os.Stderr, "GC target %d%%\n", gctune.Apply(*gcPercent))
 	dir, err := os.MkdirTemp("", "suanli-bench-http")
 	if err != nil {
 		return err

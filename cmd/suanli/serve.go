@@ -27,6 +27,7 @@ import (
 	"github.com/suanli/suanli/control"
 	"github.com/suanli/suanli/heartbeat"
 	shttp "github.com/suanli/suanli/http"
+	"github.com/suanli/suanli/internal/gctune"
 	"github.com/suanli/suanli/sqlstore"
 	"github.com/suanli/suanli/vastapi"
 )
@@ -155,6 +156,9 @@ func parseFeeBP(s string) (int64, error) {
 // serves the API. The returned value's done channel closes when ctx ends
 // and everything has stopped.
 func startControlPlane(ctx context.Context, a *app, c serverConfig, logger *slog.Logger) (*running, error) {
+	// The offer index lives in memory: collect less often than Go's default
+	// (GOGC in the environment overrides it; see internal/gctune).
+	logger.Debug("garbage collector", "gogc", gctune.Apply(gctune.DefaultPercent))
 	if err := os.MkdirAll(a.home, 0o700); err != nil {
 		return nil, fmt.Errorf("create home %s: %w", a.home, err)
 	}
