@@ -44,16 +44,7 @@ func (s *DB) FindAccounts(ctx context.Context) ([]*suanli.Account, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []*suanli.Account
-	for rows.Next() {
-		a, err := scanAccount(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
+	return collect(rows, scanAccount)
 }
 
 // SetAllowedCountries sets an account's data residency (empty: anywhere).
@@ -166,16 +157,7 @@ func (s *DB) FindAPIKeys(ctx context.Context, accountID int64) ([]*suanli.APIKey
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []*suanli.APIKey
-	for rows.Next() {
-		k, err := scanKey(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, k)
-	}
-	return out, rows.Err()
+	return collect(rows, scanKey)
 }
 
 // activeByName counts the account's active live keys named name, leaving

@@ -68,17 +68,8 @@ func (s *DB) ScanAuditEvents(ctx context.Context, fn func(*suanli.AuditEvent) er
 		if err != nil {
 			return err
 		}
-		var batch []*suanli.AuditEvent
-		for rows.Next() {
-			e, err := scanAudit(rows)
-			if err != nil {
-				rows.Close()
-				return err
-			}
-			batch = append(batch, e)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		batch, err := collect(rows, scanAudit)
+		if err != nil {
 			return err
 		}
 		for _, e := range batch {
@@ -113,16 +104,7 @@ func (s *DB) FindAuditEvents(ctx context.Context, f suanli.AuditFilter) ([]*suan
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	out := []*suanli.AuditEvent{}
-	for rows.Next() {
-		e, err := scanAudit(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return collect(rows, scanAudit)
 }
 
 // AppendAuditCheckpoint stores a signed checkpoint.

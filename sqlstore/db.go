@@ -304,22 +304,34 @@ func (t *Tx) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
 	return t.tx.QueryRowContext(ctx, t.s.q(query), args...)
 }
 
+// collect scans every row with scan and closes rows. No rows is an empty
+// slice, not nil (a JSON list, not null).
+func collect[T any](rows *sql.Rows, scan func(scanner) (T, error)) ([]T, error) {
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+func scanInt64(r scanner) (int64, error) {
+	var v int64
+	err := r.Scan(&v)
+	return v, err
+}
+
 // int64s runs a query of one integer column and returns its values.
 func (t *Tx) int64s(ctx context.Context, query string, args ...any) ([]int64, error) {
 	rows, err := t.query(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []int64
-	for rows.Next() {
-		var v int64
-		if err := rows.Scan(&v); err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
+	return collect(rows, scanInt64)
 }
 
 // insert runs an INSERT … RETURNING id and returns the id.

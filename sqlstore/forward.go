@@ -125,16 +125,7 @@ func (tx *Tx) windows(ctx context.Context, where string, args ...any) ([]*suanli
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []*suanli.Window
-	for rows.Next() {
-		w, err := scanWindow(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, w)
-	}
-	return out, rows.Err()
+	return collect(rows, scanWindow)
 }
 
 func (tx *Tx) bookings(ctx context.Context, where string, args ...any) ([]*suanli.Booking, error) {
@@ -142,16 +133,7 @@ func (tx *Tx) bookings(ctx context.Context, where string, args ...any) ([]*suanl
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []*suanli.Booking
-	for rows.Next() {
-		b, err := scanBooking(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, b)
-	}
-	return out, rows.Err()
+	return collect(rows, scanBooking)
 }
 
 // live is the where clause of bookings that hold GPUs now or later.

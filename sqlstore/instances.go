@@ -695,16 +695,7 @@ func (s *DB) FindInstances(ctx context.Context, f suanli.InstanceFilter, now tim
 		if err != nil {
 			return err
 		}
-		for rows.Next() {
-			in, err := scanInstance(rows)
-			if err != nil {
-				rows.Close()
-				return err
-			}
-			out = append(out, in)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		if out, err = collect(rows, scanInstance); err != nil {
 			return err
 		}
 		for _, in := range out {

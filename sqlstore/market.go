@@ -54,18 +54,11 @@ func (s *DB) Snapshot(ctx context.Context, ids []int64) ([]*suanli.Machine, []*s
 			if err != nil {
 				return err
 			}
-			for rows.Next() {
-				i, err := scanInstance(rows)
-				if err != nil {
-					rows.Close()
-					return err
-				}
-				ins = append(ins, i)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
+			more, err := collect(rows, scanInstance)
+			if err != nil {
 				return err
 			}
+			ins = append(ins, more...)
 		}
 		return nil
 	})

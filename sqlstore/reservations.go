@@ -165,14 +165,5 @@ func (s *DB) DueReservations(ctx context.Context, now time.Time) ([]*suanli.Rese
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []*suanli.Reservation
-	for rows.Next() {
-		r, err := scanReservation(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return collect(rows, scanReservation)
 }

@@ -186,16 +186,7 @@ func (s *DB) FindInvitations(ctx context.Context, teamID int64) ([]*suanli.Invit
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	out := []*suanli.Invitation{}
-	for rows.Next() {
-		i, err := scanInvitation(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, i)
-	}
-	return out, rows.Err()
+	return collect(rows, scanInvitation)
 }
 
 // RevokeInvitation revokes one of team's invitations that was not accepted.

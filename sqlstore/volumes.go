@@ -71,16 +71,7 @@ func (s *DB) FindVolumes(ctx context.Context, accountID, machineID int64, all bo
 		if err != nil {
 			return err
 		}
-		for rows.Next() {
-			v, err := scanVolume(rows)
-			if err != nil {
-				rows.Close()
-				return err
-			}
-			out = append(out, v)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		if out, err = collect(rows, scanVolume); err != nil {
 			return err
 		}
 		st, err := tx.readBillState(ctx)
