@@ -223,7 +223,8 @@ func (c *Client) InstanceEvents(ctx context.Context, id int64) ([]InstanceEvent,
 	var r struct {
 		Events []InstanceEvent `json:"events"`
 	}
-	return r.Events, c.get(ctx, fmt.Sprintf("/v1/instances/%d/events", id), &r)
+	err := c.get(ctx, fmt.Sprintf("/v1/instances/%d/events", id), &r)
+	return r.Events, err
 }
 
 // FindMachines lists the caller's machines.

@@ -25,7 +25,8 @@ func (c *Client) SetBudget(ctx context.Context, b suanli.Budget) (*suanli.Budget
 // FindBudgets lists budgets.
 func (c *Client) FindBudgets(ctx context.Context) ([]*suanli.Budget, error) {
 	var l BudgetList
-	return l.Budgets, c.get(ctx, "/v1/budgets", &l)
+	err := c.get(ctx, "/v1/budgets", &l)
+	return l.Budgets, err
 }
 
 // DeleteBudget deletes a budget.
@@ -36,7 +37,8 @@ func (c *Client) DeleteBudget(ctx context.Context, name string) error {
 // FindAlerts lists alerts.
 func (c *Client) FindAlerts(ctx context.Context, limit int) ([]*suanli.Alert, error) {
 	var l AlertList
-	return l.Alerts, c.get(ctx, "/v1/alerts?limit="+itoa(limit), &l)
+	err := c.get(ctx, "/v1/alerts?limit="+itoa(limit), &l)
+	return l.Alerts, err
 }
 
 // Invoice returns a month's invoice ("" for this month).
@@ -81,7 +83,8 @@ func (c *Client) FindVolumes(ctx context.Context, all bool) ([]*suanli.Volume, e
 	if all {
 		q = "?all=true"
 	}
-	return l.Volumes, c.get(ctx, "/v1/volumes"+q, &l)
+	err := c.get(ctx, "/v1/volumes"+q, &l)
+	return l.Volumes, err
 }
 
 // DeleteVolume deletes a volume by name.

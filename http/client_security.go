@@ -32,7 +32,8 @@ func (c *Client) CreateAccount(ctx context.Context, cr suanli.AccountCreate) (*s
 // FindAccounts lists every account (operators).
 func (c *Client) FindAccounts(ctx context.Context) ([]*suanli.Account, error) {
 	var l AccountList
-	return l.Accounts, c.get(ctx, "/v1/admin/accounts", &l)
+	err := c.get(ctx, "/v1/admin/accounts", &l)
+	return l.Accounts, err
 }
 
 // CreateAPIKey creates a key; the reply carries its secret, once.
@@ -44,7 +45,8 @@ func (c *Client) CreateAPIKey(ctx context.Context, cr suanli.KeyCreate) (*suanli
 // FindAPIKeys lists the caller's keys and tokens (all: revoked and expired too).
 func (c *Client) FindAPIKeys(ctx context.Context, all bool) ([]*suanli.APIKey, error) {
 	var l KeyList
-	return l.Keys, c.get(ctx, "/v1/keys?all="+strconv.FormatBool(all), &l)
+	err := c.get(ctx, "/v1/keys?all="+strconv.FormatBool(all), &l)
+	return l.Keys, err
 }
 
 // RevokeAPIKey revokes a key and its temporary tokens.
@@ -74,13 +76,15 @@ func (c *Client) CreateTeam(ctx context.Context, cr suanli.TeamCreate) (*suanli.
 // FindTeams lists the caller's teams.
 func (c *Client) FindTeams(ctx context.Context) ([]*suanli.Team, error) {
 	var l TeamList
-	return l.Teams, c.get(ctx, "/v1/teams", &l)
+	err := c.get(ctx, "/v1/teams", &l)
+	return l.Teams, err
 }
 
 // FindTeamMembers lists a team's members.
 func (c *Client) FindTeamMembers(ctx context.Context, teamID int64) ([]*suanli.TeamMember, error) {
 	var l MemberList
-	return l.Members, c.get(ctx, fmt.Sprintf("/v1/teams/%d/members", teamID), &l)
+	err := c.get(ctx, fmt.Sprintf("/v1/teams/%d/members", teamID), &l)
+	return l.Members, err
 }
 
 // UpdateTeamMember changes a member's role.
@@ -103,7 +107,8 @@ func (c *Client) CreateInvitation(ctx context.Context, teamID int64, cr suanli.I
 // FindInvitations lists a team's invitations.
 func (c *Client) FindInvitations(ctx context.Context, teamID int64) ([]*suanli.Invitation, error) {
 	var l InvitationList
-	return l.Invitations, c.get(ctx, fmt.Sprintf("/v1/teams/%d/invitations", teamID), &l)
+	err := c.get(ctx, fmt.Sprintf("/v1/teams/%d/invitations", teamID), &l)
+	return l.Invitations, err
 }
 
 // RevokeInvitation cancels an invitation.
@@ -131,7 +136,8 @@ func (c *Client) FindAuditEvents(ctx context.Context, f suanli.AuditFilter) ([]*
 		v.Set("account_id", strconv.FormatInt(*f.AccountID, 10))
 	}
 	var l AuditList
-	return l.Events, c.get(ctx, "/v1/audit/events?"+v.Encode(), &l)
+	err := c.get(ctx, "/v1/audit/events?"+v.Encode(), &l)
+	return l.Events, err
 }
 
 // VerifyAudit verifies the audit log (operators).

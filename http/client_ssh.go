@@ -19,7 +19,8 @@ func (c *Client) AddSSHKey(ctx context.Context, name, publicKey string) (*suanli
 // FindSSHKeys lists the caller's keys.
 func (c *Client) FindSSHKeys(ctx context.Context) ([]*suanli.SSHKey, error) {
 	var l SSHKeyList
-	return l.Keys, c.get(ctx, "/v1/ssh/keys", &l)
+	err := c.get(ctx, "/v1/ssh/keys", &l)
+	return l.Keys, err
 }
 
 // RemoveSSHKey removes one of the caller's keys.
@@ -36,7 +37,8 @@ func (c *Client) AddAllowedNetwork(ctx context.Context, cidr, note string) (*sua
 // FindAllowedNetworks lists the caller's allowlist.
 func (c *Client) FindAllowedNetworks(ctx context.Context) ([]*suanli.AllowedNetwork, error) {
 	var l AllowlistReply
-	return l.Networks, c.get(ctx, "/v1/ssh/allowlist", &l)
+	err := c.get(ctx, "/v1/ssh/allowlist", &l)
+	return l.Networks, err
 }
 
 // RemoveAllowedNetwork removes an allowlist entry.

@@ -142,7 +142,8 @@ func (c *Client) HostWindows(ctx context.Context, machineID int64) ([]*suanli.Wi
 	if machineID != 0 {
 		path += fmt.Sprintf("?machine_id=%d", machineID)
 	}
-	return ws, c.get(ctx, path, &ws)
+	err := c.get(ctx, path, &ws)
+	return ws, err
 }
 
 // WithdrawWindow withdraws one of the caller's windows.
@@ -158,7 +159,8 @@ func (c *Client) SearchWindows(ctx context.Context, q suanli.WindowSearch) ([]*s
 	if q.Limit > 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))
 	}
-	return ws, c.get(ctx, "/v1/windows/search?"+v.Encode(), &ws)
+	err := c.get(ctx, "/v1/windows/search?"+v.Encode(), &ws)
+	return ws, err
 }
 
 // CreateBooking books part of a window.
@@ -170,7 +172,8 @@ func (c *Client) CreateBooking(ctx context.Context, bc suanli.BookingCreate) (*s
 // FindBookings lists the caller's bookings.
 func (c *Client) FindBookings(ctx context.Context) ([]*suanli.Booking, error) {
 	var bs []*suanli.Booking
-	return bs, c.get(ctx, "/v1/bookings", &bs)
+	err := c.get(ctx, "/v1/bookings", &bs)
+	return bs, err
 }
 
 // FindBookingByID returns one booking.
@@ -188,7 +191,8 @@ func (c *Client) CancelBooking(ctx context.Context, id int64) (*suanli.Booking, 
 // MachineCalendar returns a machine's calendar.
 func (c *Client) MachineCalendar(ctx context.Context, id int64) ([]suanli.CalendarEntry, error) {
 	var es []suanli.CalendarEntry
-	return es, c.get(ctx, fmt.Sprintf("/v1/machines/%d/calendar", id), &es)
+	err := c.get(ctx, fmt.Sprintf("/v1/machines/%d/calendar", id), &es)
+	return es, err
 }
 
 func init() {
@@ -257,7 +261,8 @@ func (c *Client) CreateSchedule(ctx context.Context, sc suanli.Schedule) (*suanl
 // FindSchedules lists recurring rentals.
 func (c *Client) FindSchedules(ctx context.Context) ([]*suanli.Schedule, error) {
 	var out []*suanli.Schedule
-	return out, c.get(ctx, "/v1/schedules", &out)
+	err := c.get(ctx, "/v1/schedules", &out)
+	return out, err
 }
 
 // CancelSchedule stops a recurring rental.
