@@ -177,15 +177,7 @@ func (s *DB) ChargeRows(ctx context.Context, accountID int64, from, to time.Time
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		st, err := tx.readBillState(ctx)
-		if err != nil {
-			return err
-		}
-		cal, throughs, err := tx.calendar(ctx, st)
-		if err != nil {
-			return err
-		}
-		spans, err := tx.spans(ctx, "account_id", accountID, st)
+		cal, throughs, spans, err := tx.closedSpans(ctx, "account_id", accountID)
 		if err != nil {
 			return err
 		}
@@ -260,15 +252,7 @@ func (s *DB) EarningsByMachine(ctx context.Context, hostID int64, from, to time.
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		st, err := tx.readBillState(ctx)
-		if err != nil {
-			return err
-		}
-		_, throughs, err := tx.calendar(ctx, st)
-		if err != nil {
-			return err
-		}
-		spans, err := tx.spans(ctx, "host_id", hostID, st)
+		_, throughs, spans, err := tx.closedSpans(ctx, "host_id", hostID)
 		if err != nil {
 			return err
 		}

@@ -75,6 +75,21 @@ type spanRow struct {
 
 const spanInstanceCols = `COALESCE(i.label, ''), COALESCE(i.project, ''), COALESCE(i.tags, '{}'), COALESCE(i.machine_id, 0)`
 
+// closedSpans reads the close calendar (closes and their times) and the
+// spans of col = id ("" for all) as of the latest close.
+func (tx *Tx) closedSpans(ctx context.Context, col string, id int64) ([]closeInfo, []int64, []spanRow, error) {
+	st, err := tx.readBillState(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cal, throughs, err := tx.calendar(ctx, st)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	spans, err := tx.spans(ctx, col, id, st)
+	return cal, throughs, spans, err
+}
+
 // spans returns the spans of the meters whose col equals id (every meter
 // when col is ""): those recorded when a billed meter's row was written,
 // and the open ones of active meters that closes billed since.
