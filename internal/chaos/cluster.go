@@ -136,9 +136,10 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return nil, err
 	}
 	c = &Cluster{Opts: opts, ID: id, dir: dir, image: "suanli-chaos:" + id, network: "suanli-chaos-" + id}
+	made := c // every "return nil, err" below sets c to nil before this runs
 	defer func() {
 		if err != nil {
-			c.Close()
+			made.Close()
 		}
 	}()
 	if err := c.build(ctx); err != nil {
