@@ -32,6 +32,11 @@ type Hardware struct {
 	RAMMB      int64  `json:"ram_mb"`
 	DiskFreeGB int64  `json:"disk_free_gb"` // free space under the agent's data dir
 	GPUs       []GPU  `json:"gpus"`
+	// DiskEncryption describes how the agent encrypts instance disks and
+	// volumes at rest with a key per instance or volume, so that release is a
+	// crypto-erase (e.g. "fscrypt v2 AES-256-XTS, per-object keys, loop
+	// image …"); empty when it does not, and release overwrites where it can.
+	DiskEncryption string `json:"disk_encryption,omitempty"`
 }
 
 // Listing is a machine's terms on the market. Rates are locked into each

@@ -22,6 +22,33 @@ type SyncRequest struct {
 	Usage        []UsageReport    `json:"usage,omitempty"`
 	TaskResults  []TaskResult     `json:"task_results,omitempty"`
 	SSH          *SSHEndpoint     `json:"ssh,omitempty"` // sent with Hardware; nil: no SSH endpoint (or unchanged)
+	// Releases say what the agent did to the data of instances and volumes
+	// it removed; it sends each until a sync is answered, and the control
+	// plane records them in the audit log.
+	Releases []Release `json:"releases,omitempty"`
+}
+
+// Release kinds.
+const (
+	ReleaseInstance = "instance"
+	ReleaseVolume   = "volume"
+)
+
+// Release methods, strongest first.
+const (
+	ReleaseCryptoErase = "crypto-erase" // the only key removed and destroyed; ciphertext deleted
+	ReleaseOverwrite   = "overwrite"    // files overwritten with zeros, then deleted
+	ReleaseDelete      = "delete"       // deleted; blocks freed, not overwritten
+)
+
+// Release is what an agent did to one instance's or volume's data when it
+// removed it.
+type Release struct {
+	Kind   string    `json:"kind"` // ReleaseInstance or ReleaseVolume
+	ID     int64     `json:"id"`
+	Method string    `json:"method"` // ReleaseCryptoErase, ReleaseOverwrite or ReleaseDelete
+	Detail string    `json:"detail"` // what was done, in a sentence
+	At     time.Time `json:"at"`
 }
 
 // InstanceReport is an agent's view of one instance.
@@ -155,6 +182,11 @@ type InstanceSpec struct {
 	// SUANLI_TOKEN_FILE current. A new token alone is not a new spec: it
 	// never restarts the workload.
 	Token string `json:"token,omitempty"`
+	// DiskKey is the instance disk's encryption key (64 bytes), sent only to
+	// machines that report Hardware.DiskEncryption. The control plane keeps
+	// the only lasting copy, sealed, and destroys it when the instance is
+	// destroyed; the agent holds it in the kernel only, never on disk.
+	DiskKey []byte `json:"disk_key,omitempty"`
 }
 
 // JoinRequest registers a machine with a one-time join token.

@@ -46,6 +46,10 @@ type VolumeSpec struct {
 	ID     int64  `json:"id"`
 	Name   string `json:"name"`
 	SizeGB int64  `json:"size_gb"`
+	// Key encrypts the volume at rest, as InstanceSpec.DiskKey does an
+	// instance's disk; destroyed by the control plane when the volume is
+	// deleted.
+	Key []byte `json:"key,omitempty"`
 }
 
 // MeterVolume is the meter kind of volume storage. Volume meters are keyed

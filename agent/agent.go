@@ -157,7 +157,10 @@ type Agent struct {
 	// finalLogs are the log tails of removed instances, sent with the next
 	// syncs until one is acknowledged.
 	finalLogs []suanli.LogChunk
-	wg        sync.WaitGroup // instance workers
+	// releases say what was done to removed instances' and volumes' data,
+	// sent with the next syncs until one is acknowledged.
+	releases []suanli.Release
+	wg       sync.WaitGroup // instance workers
 
 	// The rest is owned by the Run goroutine.
 	seq          int64
@@ -469,8 +472,9 @@ func (a *Agent) buildRequest(ctx context.Context) *suanli.SyncRequest {
 	req.TaskResults = a.taskResults()
 	a.mu.Lock()
 	req.Logs = append(req.Logs, a.finalLogs...)
+	req.Releases = slices.Clone(a.releases)
 	a.mu.Unlock()
-	req.Wait = a.synced && len(req.Logs) == 0 && !a.reportsChanged(reports) && !a.unsentResults() && !a.noWait
+	req.Wait = a.synced && len(req.Logs) == 0 && len(req.Releases) == 0 && !a.reportsChanged(reports) && !a.unsentResults() && !a.noWait
 	a.noWait = false
 	a.lastReqAt = a.now()
 	return req
@@ -546,6 +550,7 @@ func (a *Agent) handle(ctx context.Context, req *suanli.SyncRequest, resp *suanl
 	a.finalLogs = slices.DeleteFunc(a.finalLogs, func(c suanli.LogChunk) bool {
 		return slices.ContainsFunc(req.Logs, func(d suanli.LogChunk) bool { return d.InstanceID == c.InstanceID && d.Offset == c.Offset })
 	})
+	a.releases = a.releases[len(req.Releases):] // later ones were appended after
 	a.mu.Unlock()
 	a.startTasks(ctx, resp.Tasks)
 	a.reconcileVolumes(ctx, resp.Volumes)

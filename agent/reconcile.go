@@ -203,7 +203,7 @@ func (a *Agent) work(ctx context.Context, id int64, st *instState) {
 		var err error
 		if o.remove {
 			a.stopAndShipTail(ctx, id, o)
-			err = a.rt.Remove(ctx, id)
+			err = a.release(ctx, id)
 		} else {
 			err = a.rt.Ensure(ctx, o.spec)
 		}
@@ -413,4 +413,33 @@ func (a *Agent) stopAndShipTail(ctx context.Context, id int64, o *op) {
 	a.mu.Lock()
 	a.finalLogs = append(a.finalLogs, suanli.LogChunk{InstanceID: id, Offset: o.logFrom, Data: b, Next: o.logFrom + int64(len(b))})
 	a.mu.Unlock()
+}
+
+// release removes an instance through the runtime and queues what was done
+// to its data for the control plane.
+func (a *Agent) release(ctx context.Context, id int64) error {
+	rr, ok := a.rt.(Releaser)
+	if !ok {
+		return a.rt.Remove(ctx, id)
+	}
+	rel, err := rr.Release(ctx, id)
+	if err != nil {
+		return err
+	}
+	a.addRelease(rel)
+	return nil
+}
+
+// addRelease queues a release report for the next syncs.
+func (a *Agent) addRelease(rel suanli.Release) {
+	if rel.Method == "" {
+		return // nothing was there
+	}
+	if rel.At.IsZero() {
+		rel.At = a.now() // the agent's clock
+	}
+	a.mu.Lock()
+	a.releases = append(a.releases, rel)
+	a.mu.Unlock()
+	a.nudge()
 }

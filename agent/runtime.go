@@ -48,3 +48,14 @@ type UsageCounter interface {
 type TokenWriter interface {
 	WriteToken(ctx context.Context, id int64, token string) error
 }
+
+// Releaser is implemented by runtimes that say what Remove did to an
+// instance's data (a crypto-erase, an overwrite, a plain delete). The agent
+// calls Release instead of Remove and reports the result to the control
+// plane, which records it in the renter's audit log.
+type Releaser interface {
+	// Release does what Remove does and returns what was done to the data.
+	// Releasing an unknown instance is not an error; its Release says
+	// nothing was there.
+	Release(ctx context.Context, id int64) (suanli.Release, error)
+}

@@ -15,7 +15,7 @@ type VolumeManager interface {
 	EnsureVolume(ctx context.Context, v suanli.VolumeSpec) error
 	// RemoveVolume makes the volume's data unrecoverable as far as the
 	// storage allows, then deletes it, and says what was done.
-	RemoveVolume(ctx context.Context, id int64) (string, error)
+	RemoveVolume(ctx context.Context, id int64) (suanli.Release, error)
 	// Volumes lists the ids of the volumes it holds.
 	Volumes(ctx context.Context) ([]int64, error)
 }
@@ -47,11 +47,12 @@ func (a *Agent) reconcileVolumes(ctx context.Context, want []suanli.VolumeSpec) 
 		if listed[id] {
 			continue
 		}
-		how, err := vm.RemoveVolume(ctx, id)
+		rel, err := vm.RemoveVolume(ctx, id)
 		if err != nil {
 			a.log.Error("remove volume failed", "volume_id", id, "err", err)
 			continue
 		}
-		a.log.Info("volume wiped and removed", "volume_id", id, "how", how)
+		a.log.Info("volume released", "volume_id", id, "method", rel.Method, "detail", rel.Detail)
+		a.addRelease(rel)
 	}
 }

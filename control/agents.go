@@ -91,6 +91,9 @@ func (s *Service) Sync(ctx context.Context, r *suanli.SyncRequest) (*suanli.Sync
 		return nil, err
 	}
 	s.tasks.deliver(m.ID, r.TaskResults)
+	if err := s.recordReleases(ctx, m, r.Releases); err != nil {
+		return nil, err
+	}
 	if changed {
 		// GPUs may have been freed (a stop, an exit, a notice that ended):
 		// whoever waits for them may win them now.
@@ -382,6 +385,9 @@ func (s *Service) desired(ctx context.Context, machineID int64, r *suanli.SyncRe
 			}
 		}
 		resp.Instances = append(resp.Instances, spec)
+	}
+	if err := s.addDiskKeys(ctx, m, resp); err != nil {
+		return nil, err
 	}
 	return resp, nil
 }

@@ -562,6 +562,11 @@ func (tx *Tx) writeInstance(ctx context.Context, old, in *suanli.Instance, at, n
 		if in.Status == suanli.StatusDestroyed {
 			t := at
 			in.DestroyedAt = &t
+			// The disk's key dies with the instance: what the agent then
+			// deletes is ciphertext nobody can read.
+			if err := tx.deleteDiskKey(ctx, suanli.ReleaseInstance, in.ID); err != nil {
+				return nil, err
+			}
 		}
 		ms, err := tx.instanceMeters(ctx, in.ID)
 		if err != nil {

@@ -91,6 +91,11 @@ func (s *DB) MoveInstance(ctx context.Context, mv Move, at, now time.Time) (*sua
 		if err := tx.addEvent(ctx, in.ID, now, suanli.StatusPending, msg); err != nil {
 			return err
 		}
+		// The new host starts a fresh disk under a fresh key: the old host's
+		// copy becomes unreadable now, not when the instance is destroyed.
+		if err := tx.deleteDiskKey(ctx, suanli.ReleaseInstance, in.ID); err != nil {
+			return err
+		}
 		for _, m := range []int64{oldMachine, mv.MachineID} {
 			if err := tx.bumpDesired(ctx, m); err != nil {
 				return err

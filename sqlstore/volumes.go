@@ -138,6 +138,9 @@ func (s *DB) DeleteVolume(ctx context.Context, id int64, now time.Time) (*suanli
 		if _, err := tx.exec(ctx, `UPDATE volumes SET status = ?, deleted_at = ? WHERE id = ?`, suanli.VolumeDeleted, us(now), id); err != nil {
 			return err
 		}
+		if err := tx.deleteDiskKey(ctx, suanli.ReleaseVolume, id); err != nil {
+			return err
+		}
 		v.Status, v.DeletedAt = suanli.VolumeDeleted, &now
 		out = v
 		return tx.bumpDesired(ctx, v.MachineID)

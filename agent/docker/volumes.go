@@ -58,9 +58,10 @@ func (r *Runtime) Volumes(ctx context.Context) ([]int64, error) {
 // the host; the agent must run as root to write there), then removes it.
 // On copy-on-write or flash storage old blocks may survive; the returned
 // text says what was done.
-func (r *Runtime) RemoveVolume(ctx context.Context, id int64) (string, error) {
+func (r *Runtime) RemoveVolume(ctx context.Context, id int64) (suanli.Release, error) {
 	name := r.volumeName(id)
-	how := "removed the Docker volume without overwriting (its mount point is not reachable from the agent)"
+	rel := suanli.Release{Kind: suanli.ReleaseVolume, ID: id, Method: suanli.ReleaseDelete,
+		Detail: "removed the Docker volume without overwriting (its mount point is not reachable from the agent)"}
 	if res, err := r.cli.VolumeInspect(ctx, name, client.VolumeInspectOptions{}); err == nil && res.Volume.Mountpoint != "" {
 		if _, statErr := os.Stat(res.Volume.Mountpoint); statErr == nil {
 			var files, bytes int64
@@ -73,14 +74,14 @@ func (r *Runtime) RemoveVolume(ctx context.Context, id int64) (string, error) {
 				return err
 			})
 			if werr == nil {
-				how = fmt.Sprintf("overwrote %d files (%d bytes) with zeros, then removed the Docker volume; on copy-on-write or flash storage old blocks may remain until reused", files, bytes)
+				rel.Method, rel.Detail = suanli.ReleaseOverwrite, fmt.Sprintf("overwrote %d files (%d bytes) with zeros, then removed the Docker volume; on copy-on-write or flash storage old blocks may remain until reused", files, bytes)
 			}
 		}
 	}
 	if _, err := r.cli.VolumeRemove(ctx, name, client.VolumeRemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
-		return "", r.daemonErr("remove volume", err)
+		return suanli.Release{}, r.daemonErr("remove volume", err)
 	}
-	return how, nil
+	return rel, nil
 }
 
 func zeroFile(path string) (int64, error) {

@@ -576,9 +576,9 @@ func TestVolumesSurviveAndWipe(t *testing.T) {
 	if len(ids) != 1 || ids[0] != 9 {
 		t.Fatalf("Volumes = %v", ids)
 	}
-	how, err := r.RemoveVolume(ctx, 9)
-	if err != nil || !strings.Contains(how, "overwrote 1 files (5 bytes)") {
-		t.Fatalf("RemoveVolume: %q %v", how, err)
+	rel, err := r.RemoveVolume(ctx, 9)
+	if err != nil || rel.Method != suanli.ReleaseOverwrite || rel.ID != 9 || !strings.Contains(rel.Detail, "overwrote 1 files (5 bytes)") {
+		t.Fatalf("RemoveVolume: %+v %v", rel, err)
 	}
 	if _, err := os.Stat(file); !os.IsNotExist(err) {
 		t.Errorf("volume file still there: %v", err)

@@ -48,7 +48,7 @@ func (r *Runtime) Volumes(ctx context.Context) ([]int64, error) {
 // syncs, and deletes the directory. On copy-on-write or flash storage the
 // old blocks may survive the overwrite; the returned text says what was
 // done so the audit log can record it honestly.
-func (r *Runtime) RemoveVolume(ctx context.Context, id int64) (string, error) {
+func (r *Runtime) RemoveVolume(ctx context.Context, id int64) (suanli.Release, error) {
 	dir := r.volumeDir(id)
 	var files, bytes int64
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -60,12 +60,13 @@ func (r *Runtime) RemoveVolume(ctx context.Context, id int64) (string, error) {
 		return err
 	})
 	if err != nil && !os.IsNotExist(err) {
-		return "", fmt.Errorf("wipe volume %d: %w", id, err)
+		return suanli.Release{}, fmt.Errorf("wipe volume %d: %w", id, err)
 	}
 	if err := os.RemoveAll(dir); err != nil {
-		return "", fmt.Errorf("remove volume %d: %w", id, err)
+		return suanli.Release{}, fmt.Errorf("remove volume %d: %w", id, err)
 	}
-	return fmt.Sprintf("overwrote %d files (%d bytes) with zeros, then deleted them; on copy-on-write or flash storage old blocks may remain until reused", files, bytes), nil
+	return suanli.Release{Kind: suanli.ReleaseVolume, ID: id, Method: suanli.ReleaseOverwrite,
+		Detail: fmt.Sprintf("overwrote %d files (%d bytes) with zeros, then deleted them; on copy-on-write or flash storage old blocks may remain until reused", files, bytes)}, nil
 }
 
 func overwrite(path string) (int64, error) {

@@ -291,3 +291,9 @@ func beatDialer(server string, machineID int64) func(addr string) (agent.Beater,
 		return c, nil
 	}
 }
+
+// Both runtimes keep volumes (and say how they released them).
+var (
+	_ agent.VolumeManager = (*process.Runtime)(nil)
+	_ agent.VolumeManager = (*docker.Runtime)(nil)
+)
