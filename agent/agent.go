@@ -163,6 +163,7 @@ type Agent struct {
 	wg       sync.WaitGroup // instance workers
 
 	// The rest is owned by the Run goroutine.
+	volsEnsured  map[int64]bool // volumes EnsureVolume succeeded for in this run
 	seq          int64
 	version      int64 // desired-state version of the last response
 	synced       bool  // a sync has succeeded

@@ -34,14 +34,21 @@ func (a *Agent) reconcileVolumes(ctx context.Context, want []suanli.VolumeSpec) 
 		return
 	}
 	listed := map[int64]bool{}
+	if a.volsEnsured == nil {
+		a.volsEnsured = map[int64]bool{}
+	}
 	for _, v := range want {
 		listed[v.ID] = true
-		if slices.Contains(have, v.ID) {
+		// An encrypted volume that exists still needs its key given to
+		// the kernel once per agent run (after a reboot it has none).
+		if slices.Contains(have, v.ID) && (len(v.Key) == 0 || a.volsEnsured[v.ID]) {
 			continue
 		}
 		if err := vm.EnsureVolume(ctx, v); err != nil {
 			a.log.Error("create volume failed", "volume_id", v.ID, "err", err)
+			continue
 		}
+		a.volsEnsured[v.ID] = true
 	}
 	for _, id := range have {
 		if listed[id] {

@@ -95,13 +95,16 @@ func (r *Runtime) createOptions(spec suanli.InstanceSpec, netName string, ports,
 	if spec.Token != "" {
 		env = append(env, "SUANLI_TOKEN="+spec.Token, "SUANLI_TOKEN_FILE="+TokenFile)
 	}
+	if r.encrypted(spec) {
+		env = append(env, "SUANLI_WORKSPACE="+Workspace)
+	}
 	keys := make([]string, 0, len(spec.Env))
 	for k := range spec.Env {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		if k != "SUANLI_INSTANCE_ID" && k != "SUANLI_TOKEN" && k != "SUANLI_TOKEN_FILE" {
+		if k != "SUANLI_INSTANCE_ID" && k != "SUANLI_TOKEN" && k != "SUANLI_TOKEN_FILE" && k != "SUANLI_WORKSPACE" {
 			env = append(env, k+"="+spec.Env[k])
 		}
 	}
@@ -134,7 +137,7 @@ func (r *Runtime) createOptions(spec suanli.InstanceSpec, netName string, ports,
 		NetworkMode:   container.NetworkMode(netName),
 		PortBindings:  bindings,
 		RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyDisabled},
-		Mounts:        r.volumeMounts(spec),
+		Mounts:        append(r.volumeMounts(spec), r.workspaceMount(spec)...),
 		LogConfig:     container.LogConfig{Type: "json-file", Config: map[string]string{"max-size": "50m", "max-file": "2"}},
 		Privileged:    false,
 		CapDrop:       []string{"ALL"},

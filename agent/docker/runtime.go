@@ -19,6 +19,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/agent/vault"
 	"github.com/suanli/suanli/agent"
 )
 
@@ -94,6 +95,11 @@ type Options struct {
 	BlockHostAccess bool
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Vault, when set, gives each instance an encrypted workspace bind-mounted
+	// at Workspace and keeps volumes encrypted, with the keys the control
+	// plane sends, so that release is a crypto-erase (see the package doc
+	// for what stays outside it: the writable layer).
+	Vault *vault.Vault
 }
 
 // Runtime runs instances as Docker containers; see the package doc for what
@@ -110,6 +116,7 @@ type Runtime struct {
 	readOnly  bool
 	blockHost bool
 	now       func() time.Time
+	vault     *vault.Vault
 
 	hostOS, hostArch string // the daemon's platform, GOOS/GOARCH spelling
 	storageDriver    string
@@ -181,6 +188,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		readOnly:      opts.ReadOnlyRootfs,
 		blockHost:     opts.BlockHostAccess,
 		now:           opts.Now,
+		vault:         opts.Vault,
 		hostOS:        ver.Os,
 		hostArch:      normalizeArch(ver.Arch),
 		storageDriver: info.Info.Driver,
@@ -373,6 +381,9 @@ func (r *Runtime) Ensure(ctx context.Context, spec suanli.InstanceSpec) error {
 	if err != nil {
 		return err
 	}
+	if err := r.openWorkspace(spec, c); err != nil {
+		return err
+	}
 	if c == nil {
 		if err := r.create(ctx, spec); err != nil {
 			return err
@@ -455,15 +466,32 @@ func graceSeconds(d time.Duration) int {
 	return int((d + time.Second - 1) / time.Second)
 }
 
-// Remove stops the instance (SIGKILL: the control plane has already decided)
-// and deletes its container, writable layer, anonymous volumes, private
-// network, log file and state file. What "deleted" means for the bytes on
-// disk depends on the storage driver; see the package doc. Removing an
-// unknown instance is not an error.
+// Remove is Release without the report.
 func (r *Runtime) Remove(ctx context.Context, id int64) error {
+	_, err := r.Release(ctx, id)
+	return err
+}
+
+// Release stops the instance (SIGKILL: the control plane has already
+// decided) and deletes its container, writable layer, anonymous volumes,
+// private network, log file and state file, then crypto-erases its
+// encrypted workspace when it has one. What "deleted" means for the bytes
+// of the writable layer depends on the storage driver; see the package doc.
+// Releasing an unknown instance is not an error (its Release has no
+// Method).
+func (r *Runtime) Release(ctx context.Context, id int64) (suanli.Release, error) {
+	rel, err := r.remove(ctx, id)
+	if err != nil {
+		return rel, err
+	}
+	return rel, r.eraseWorkspace(id, &rel)
+}
+
+func (r *Runtime) remove(ctx context.Context, id int64) (suanli.Release, error) {
+	rel := suanli.Release{Kind: suanli.ReleaseInstance, ID: id}
 	c, err := r.inspect(ctx, id)
 	if err != nil && suanli.ErrorCode(err) != suanli.ECONFLICT {
-		return err
+		return rel, err
 	}
 	r.unfollow(id) // before the lock: a follower folds its last sample under it
 	mu := r.instanceLock(id)
@@ -472,15 +500,15 @@ func (r *Runtime) Remove(ctx context.Context, id int64) error {
 	if c != nil {
 		_, err := r.cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 		if err != nil && !cerrdefs.IsNotFound(err) {
-			return r.daemonErr(fmt.Sprintf("instance %d: remove container", id), err)
+			return rel, r.daemonErr(fmt.Sprintf("instance %d: remove container", id), err)
 		}
 	}
 	if err := r.removeNetwork(ctx, id); err != nil {
-		return err
+		return rel, err
 	}
 	for _, p := range []string{r.logPath(id), r.posPath(id), r.statePath(id)} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("instance %d: %w", id, err)
+			return rel, fmt.Errorf("instance %d: %w", id, err)
 		}
 	}
 	r.mu.Lock()
@@ -489,8 +517,10 @@ func (r *Runtime) Remove(ctx context.Context, id int64) error {
 	r.mu.Unlock()
 	if c != nil {
 		r.log.Info("instance removed", "instance_id", id, "container", shortID(c.ID))
+		rel.Method = suanli.ReleaseDelete
+		rel.Detail = fmt.Sprintf("deleted the container with its writable layer and anonymous volumes (storage driver %s): their blocks are freed, not overwritten", r.storageDriver)
 	}
-	return nil
+	return rel, nil
 }
 
 // Status reports every instance of this namespace: "pulling" while Ensure

@@ -18,6 +18,7 @@ import (
 
 	"github.com/suanli/suanli"
 	"github.com/suanli/suanli/agent"
+	"github.com/suanli/suanli/agent/vault"
 )
 
 // DefaultStopGrace is how long a stop waits between SIGTERM and SIGKILL when
@@ -35,7 +36,11 @@ const defaultPATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 // Status calls in between report the previous sample.
 const telemetryEvery = 2 * time.Second
 
-var _ agent.Runtime = (*Runtime)(nil)
+var (
+	_ agent.Runtime       = (*Runtime)(nil)
+	_ agent.Releaser      = (*Runtime)(nil)
+	_ agent.VolumeManager = (*Runtime)(nil)
+)
 
 // Runtime runs instances as child processes under one directory. It is safe
 // for concurrent use; per the agent.Runtime contract the caller does not run
@@ -48,6 +53,12 @@ type Runtime struct {
 	// Now returns the current time (time.Now by default). Set it before the
 	// first call.
 	Now func() time.Time
+	// Vault, when set before the first call, encrypts each instance's work
+	// directory and each volume with the key the control plane sends
+	// (InstanceSpec.DiskKey, VolumeSpec.Key), so that release is a
+	// crypto-erase. Instances and volumes made without a key, or before the
+	// vault was set, stay plain and are overwritten on release.
+	Vault *vault.Vault
 
 	mu     sync.Mutex
 	loaded bool
@@ -144,37 +155,50 @@ func (r *Runtime) Ensure(ctx context.Context, spec suanli.InstanceSpec) error {
 	return r.stop(ctx, inst)
 }
 
-// Remove stops the instance as Ensure does, then deletes its directory: work
-// files, log and state. An unknown instance is not an error.
+// Remove is Release without the report.
 func (r *Runtime) Remove(ctx context.Context, id int64) error {
+	_, err := r.Release(ctx, id)
+	return err
+}
+
+// Release stops the instance as Ensure does, makes its work files
+// unrecoverable — a crypto-erase when they were encrypted (Vault), else an
+// overwrite with zeros — and deletes its directory: work files, log and
+// state. Volumes linked into the work directory are not touched. An unknown
+// instance is not an error (its Release has no Method).
+func (r *Runtime) Release(ctx context.Context, id int64) (suanli.Release, error) {
+	rel := suanli.Release{Kind: suanli.ReleaseInstance, ID: id}
 	r.mu.Lock()
 	if err := r.loadLocked(); err != nil {
 		r.mu.Unlock()
-		return err
+		return rel, err
 	}
 	inst := r.insts[id]
 	if inst == nil {
 		r.mu.Unlock()
-		return nil
+		return rel, nil
 	}
 	r.refreshLocked(inst)
 	running := inst.st.Status == suanli.StatusRunning
 	r.mu.Unlock()
 	if running {
 		if err := r.stop(ctx, inst); err != nil {
-			return err
+			return rel, err
 		}
 	}
+	if err := r.eraseWork(inst, &rel); err != nil {
+		return rel, fmt.Errorf("instance %d: %w", id, err)
+	}
 	if err := removeAll(inst.dir); err != nil {
-		return fmt.Errorf("instance %d: delete %s: %w", id, inst.dir, err)
+		return rel, fmt.Errorf("instance %d: delete %s: %w", id, inst.dir, err)
 	}
 	r.mu.Lock()
 	if r.insts[id] == inst {
 		delete(r.insts, id)
 	}
 	r.mu.Unlock()
-	r.logger.Info("instance removed", "instance_id", id)
-	return nil
+	r.logger.Info("instance removed", "instance_id", id, "release", rel.Method)
+	return rel, nil
 }
 
 // Status reports every instance under the runtime's directory, by id. A
@@ -289,12 +313,15 @@ func (r *Runtime) instanceLocked(spec suanli.InstanceSpec) (*instance, error) {
 	inst := r.insts[spec.ID]
 	if inst == nil {
 		dir := filepath.Join(r.dir, "instances", strconv.FormatInt(spec.ID, 10))
-		if err := os.MkdirAll(filepath.Join(dir, "work"), 0o700); err != nil {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("instance %d: create directory: %w", spec.ID, err)
 		}
 		inst = &instance{id: spec.ID, dir: dir, st: state{Status: suanli.StatusStopped}}
 		r.insts[spec.ID] = inst
 		r.saveStateLocked(inst)
+	}
+	if err := r.openWork(inst, spec); err != nil {
+		return nil, fmt.Errorf("instance %d: %w", spec.ID, err)
 	}
 	inst.spec = spec
 	if err := writeJSON(filepath.Join(inst.dir, "spec.json"), spec); err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/suanli/suanli"
 	"github.com/suanli/suanli/agent/process"
+	"github.com/suanli/suanli/agent/vault/vaulttest"
 )
 
 // helperEnv makes the test binary act as an earlier agent run: it starts one
@@ -582,5 +584,79 @@ func TestVolumesSurviveAndWipe(t *testing.T) {
 	}
 	if _, err := os.Stat(file); !os.IsNotExist(err) {
 		t.Errorf("volume file still there: %v", err)
+	}
+}
+
+// TestEncryptedDiskAndVolume runs a workload on an encrypted work directory
+// with an encrypted volume (a real loop image and the kernel's fscrypt):
+// the workload reads and writes plaintext, the image holds none of it, the
+// volume outlives the instance, and both releases are crypto-erases.
+func TestEncryptedDiskAndVolume(t *testing.T) {
+	v, vdir := vaulttest.Open(t)
+	r, _ := newRuntime(t)
+	r.Vault = v
+	ctx := t.Context()
+	marker := "plaintext-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	if err := r.EnsureVolume(ctx, suanli.VolumeSpec{ID: 4, Name: "data", Key: vaulttest.Key(t)}); err != nil {
+		t.Fatal(err)
+	}
+	spec := shSpec(61, `for i in $(seq 2000); do echo `+marker+`; done > disk.txt; cp disk.txt data/vol.txt; sync; echo written; sleep 30`)
+	spec.DiskKey = vaulttest.Key(t)
+	spec.Volumes = []suanli.VolumeMount{{Name: "data", Path: "/data", ID: 4}}
+	if err := r.Ensure(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, r, 61, suanli.StatusRunning)
+	waitLog(t, r, 61, "written")
+	exec.Command("sync").Run()
+	img, err := os.ReadFile(filepath.Join(vdir, "disk.img"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(img), marker) {
+		t.Fatalf("the workload's plaintext is on the image: the disk is not encrypted")
+	}
+	rel, err := r.Release(ctx, 61)
+	if err != nil || rel.Method != suanli.ReleaseCryptoErase || rel.Kind != suanli.ReleaseInstance || !strings.Contains(rel.Detail, "1 file") {
+		t.Fatalf("Release = %+v, %v; want a crypto-erase of one file", rel, err)
+	}
+	if objs, _ := v.Objects(); slices.Contains(objs, "instance-61") || !slices.Contains(objs, "volume-4") {
+		t.Fatalf("vault objects after the release: %v; want the volume only", objs)
+	}
+	if ids, _ := r.Volumes(ctx); !slices.Contains(ids, 4) {
+		t.Fatalf("Volumes = %v, want the encrypted volume 4", ids)
+	}
+	vrel, err := r.RemoveVolume(ctx, 4)
+	if err != nil || vrel.Method != suanli.ReleaseCryptoErase || vrel.ID != 4 {
+		t.Fatalf("RemoveVolume = %+v, %v; want a crypto-erase", vrel, err)
+	}
+	if ids, _ := r.Volumes(ctx); len(ids) != 0 {
+		t.Errorf("Volumes after removal = %v", ids)
+	}
+}
+
+// TestPlainDiskOverwritten: without a vault, release overwrites the work
+// files (not the volumes linked into the work directory) and says so.
+func TestPlainDiskOverwritten(t *testing.T) {
+	r, dir := newRuntime(t)
+	ctx := t.Context()
+	if err := r.EnsureVolume(ctx, suanli.VolumeSpec{ID: 5, Name: "keep"}); err != nil {
+		t.Fatal(err)
+	}
+	spec := shSpec(62, `echo 12345 > a; echo kept > keep/b; echo done; sleep 30`)
+	spec.Volumes = []suanli.VolumeMount{{Name: "keep", Path: "/keep", ID: 5}}
+	if err := r.Ensure(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	waitLog(t, r, 62, "done")
+	rel, err := r.Release(ctx, 62)
+	if err != nil || rel.Method != suanli.ReleaseOverwrite || !strings.Contains(rel.Detail, "overwrote 1 work files (6 bytes)") {
+		t.Fatalf("Release = %+v, %v", rel, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "volumes", "5", "b")); err != nil || string(b) != "kept\n" {
+		t.Errorf("the volume's file after the instance's release: %q %v", b, err)
+	}
+	if rel, err := r.Release(ctx, 62); err != nil || rel.Method != "" {
+		t.Errorf("second Release = %+v, %v; want nothing done", rel, err)
 	}
 }

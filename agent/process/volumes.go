@@ -3,13 +3,14 @@ package process
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/agent/vault"
 )
 
 // Volumes of the process runtime are directories under dir/volumes/<id>.
@@ -19,20 +20,39 @@ import (
 // process cannot mount at an absolute path.
 
 func (r *Runtime) volumeDir(id int64) string {
+	if r.Vault != nil {
+		if d := filepath.Join(r.Vault.Root(), volumeObject(id)); exists(d) {
+			return d
+		}
+	}
+	return r.plainVolumeDir(id)
+}
+
+func (r *Runtime) plainVolumeDir(id int64) string {
 	return filepath.Join(r.dir, "volumes", strconv.FormatInt(id, 10))
 }
 
-// EnsureVolume creates the volume's directory.
-func (r *Runtime) EnsureVolume(ctx context.Context, v suanli.VolumeSpec) error {
-	return os.MkdirAll(r.volumeDir(v.ID), 0o700)
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
 }
 
-// Volumes lists the volume directories.
+// EnsureVolume creates the volume's directory: encrypted with v.Key when
+// the runtime has a Vault and the control plane sent a key, plain
+// otherwise. For an encrypted volume that exists it gives the kernel the
+// key again (after a reboot).
+func (r *Runtime) EnsureVolume(ctx context.Context, v suanli.VolumeSpec) error {
+	if r.Vault == nil || len(v.Key) == 0 || exists(r.plainVolumeDir(v.ID)) {
+		return os.MkdirAll(r.plainVolumeDir(v.ID), 0o700)
+	}
+	_, err := r.Vault.Ensure(volumeObject(v.ID), v.Key)
+	return err
+}
+
+// Volumes lists the volume directories, plain and encrypted.
 func (r *Runtime) Volumes(ctx context.Context) ([]int64, error) {
 	entries, err := os.ReadDir(filepath.Join(r.dir, "volumes"))
-	if os.IsNotExist(err) {
-		return nil, nil
-	} else if err != nil {
+	if err != nil && !os.IsNotExist(err) {
 		return nil, err
 	}
 	var ids []int64
@@ -41,54 +61,48 @@ func (r *Runtime) Volumes(ctx context.Context) ([]int64, error) {
 			ids = append(ids, id)
 		}
 	}
+	if r.Vault != nil {
+		objs, err := r.Vault.Objects()
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range objs {
+			if rest, ok := strings.CutPrefix(o, "volume-"); ok {
+				if id, err := strconv.ParseInt(rest, 10, 64); err == nil && !slices.Contains(ids, id) {
+					ids = append(ids, id)
+				}
+			}
+		}
+	}
 	return ids, nil
 }
 
-// RemoveVolume overwrites every regular file of the volume with zeros,
-// syncs, and deletes the directory. On copy-on-write or flash storage the
-// old blocks may survive the overwrite; the returned text says what was
-// done so the audit log can record it honestly.
+// RemoveVolume makes the volume's data unrecoverable and deletes it: a
+// crypto-erase when it was encrypted, else every regular file overwritten
+// with zeros and synced (on copy-on-write or flash storage the old blocks
+// may survive that). The Release says what was done so that the audit log
+// can record it honestly.
 func (r *Runtime) RemoveVolume(ctx context.Context, id int64) (suanli.Release, error) {
-	dir := r.volumeDir(id)
-	var files, bytes int64
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return err
+	rel := suanli.Release{Kind: suanli.ReleaseVolume, ID: id}
+	if r.Vault != nil && exists(filepath.Join(r.Vault.Root(), volumeObject(id))) {
+		rep, err := r.Vault.Erase(volumeObject(id))
+		if err != nil {
+			return rel, fmt.Errorf("erase volume %d: %w", id, err)
 		}
-		n, err := overwrite(p)
-		files, bytes = files+1, bytes+n
-		return err
-	})
-	if err != nil && !os.IsNotExist(err) {
-		return suanli.Release{}, fmt.Errorf("wipe volume %d: %w", id, err)
+		rel.Method, rel.Detail = rep.Method, rep.Detail
+		return rel, nil
+	}
+	dir := r.plainVolumeDir(id)
+	files, bytes, err := vault.Overwrite(dir)
+	if err != nil {
+		return rel, fmt.Errorf("wipe volume %d: %w", id, err)
 	}
 	if err := os.RemoveAll(dir); err != nil {
-		return suanli.Release{}, fmt.Errorf("remove volume %d: %w", id, err)
+		return rel, fmt.Errorf("remove volume %d: %w", id, err)
 	}
-	return suanli.Release{Kind: suanli.ReleaseVolume, ID: id, Method: suanli.ReleaseOverwrite,
-		Detail: fmt.Sprintf("overwrote %d files (%d bytes) with zeros, then deleted them; on copy-on-write or flash storage old blocks may remain until reused", files, bytes)}, nil
-}
-
-func overwrite(path string) (int64, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return 0, err
-	}
-	zero := make([]byte, 64<<10)
-	var done int64
-	for done < fi.Size() {
-		n := min(int64(len(zero)), fi.Size()-done)
-		if _, err := f.Write(zero[:n]); err != nil {
-			return done, err
-		}
-		done += n
-	}
-	return done, f.Sync()
+	rel.Method = suanli.ReleaseOverwrite
+	rel.Detail = fmt.Sprintf("overwrote %d files (%d bytes) with zeros, then deleted them; on copy-on-write or flash storage old blocks may remain until reused", files, bytes)
+	return rel, nil
 }
 
 // mountVolumes links each volume into the instance's work directory and

@@ -3,11 +3,9 @@
 package vault_test
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,81 +13,8 @@ import (
 	"testing"
 
 	"github.com/suanli/suanli/agent/vault"
-	"github.com/suanli/suanli/internal/testreq"
+	"github.com/suanli/suanli/agent/vault/vaulttest"
 )
-
-// requireFscrypt ends the test unless it can make and mount a loop image.
-func requireFscrypt(tb testing.TB) {
-	tb.Helper()
-	if os.Geteuid() != 0 {
-		testreq.Missing(tb, "fscrypt", "not root: the vault tests mount loop images (run the tests as root)")
-	}
-	for _, tool := range []string{"mkfs.ext4", "mount", "umount"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			testreq.Missing(tb, "fscrypt", tool+" not in PATH (apt-get install e2fsprogs util-linux)")
-		}
-	}
-	if _, err := os.Stat("/dev/loop-control"); err != nil {
-		testreq.Missing(tb, "fscrypt", "no loop devices (modprobe loop)")
-	}
-}
-
-// MustOpen opens a vault with a 64 MiB image in a fresh temporary directory,
-// and unmounts the image when the test ends, before the directory goes.
-func MustOpen(tb testing.TB) (*vault.Vault, string) {
-	tb.Helper()
-	requireFscrypt(tb)
-	dir := tb.TempDir()
-	tb.Cleanup(func() { unmount(tb, dir) })
-	return reopen(tb, dir, "on"), dir
-}
-
-func reopen(tb testing.TB, dir, mode string) *vault.Vault {
-	tb.Helper()
-	v, err := vault.Open(tb.Context(), vault.Options{Dir: dir, Mode: mode, ImageSize: 64 << 20})
-	if err != nil {
-		tb.Fatalf("Open(%s, %s): %v", dir, mode, err)
-	}
-	if v == nil {
-		tb.Fatalf("Open(%s, %s) = nil vault", dir, mode)
-	}
-	return v
-}
-
-// unmount unmounts dir/mnt if it is mounted; the loop device is freed with it.
-func unmount(tb testing.TB, dir string) {
-	tb.Helper()
-	mnt := filepath.Join(dir, "mnt")
-	if !mounted(tb, mnt) {
-		return
-	}
-	if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
-		tb.Errorf("umount %s: %v: %s", mnt, err, out)
-	}
-}
-
-func mounted(tb testing.TB, path string) bool {
-	tb.Helper()
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if fields := strings.Fields(sc.Text()); len(fields) > 4 && fields[4] == path {
-			return true
-		}
-	}
-	return false
-}
-
-func randomKey(tb testing.TB) []byte {
-	tb.Helper()
-	key := make([]byte, vault.KeySize)
-	rand.Read(key)
-	return key
-}
 
 func MustEnsure(tb testing.TB, v *vault.Vault, name string, key []byte) string {
 	tb.Helper()
@@ -119,11 +44,11 @@ func mustRead(tb testing.TB, path string, want []byte) {
 }
 
 func TestEnsure(t *testing.T) {
-	v, _ := MustOpen(t)
+	v, _ := vaulttest.Open(t)
 	if d := v.Describe(); !strings.Contains(d, "fscrypt v2 AES-256-XTS") {
 		t.Errorf("Describe() = %q", d)
 	}
-	key := randomKey(t)
+	key := vaulttest.Key(t)
 	dir := MustEnsure(t, v, "instance-12", key)
 	if dir != filepath.Join(v.Root(), "instance-12") {
 		t.Errorf("Ensure(instance-12) = %s, want it under %s", dir, v.Root())
@@ -136,7 +61,7 @@ func TestEnsure(t *testing.T) {
 		t.Errorf("second Ensure = %s, want %s", again, dir)
 	}
 	mustRead(t, filepath.Join(dir, "data.txt"), plain)
-	if _, err := v.Ensure("instance-12", randomKey(t)); err == nil || !strings.Contains(err.Error(), "instance-12") {
+	if _, err := v.Ensure("instance-12", vaulttest.Key(t)); err == nil || !strings.Contains(err.Error(), "instance-12") {
 		t.Errorf("Ensure(instance-12, other key) = %v, want an error naming instance-12", err)
 	}
 	if got, err := v.Objects(); err != nil || !slices.Equal(got, []string{"instance-12"}) {
@@ -148,7 +73,7 @@ func TestEnsure(t *testing.T) {
 // plain file of the same image: the raw image holds the plain one (the search
 // works) and not the encrypted one, in contents or names.
 func TestEncryptedAtRest(t *testing.T) {
-	v, vdir := MustOpen(t)
+	v, vdir := vaulttest.Open(t)
 	image := filepath.Join(vdir, "disk.img")
 	if _, err := os.Stat(image); err != nil {
 		t.Skipf("no loop image (the temporary directory encrypts natively): %v", err)
@@ -158,7 +83,7 @@ func TestEncryptedAtRest(t *testing.T) {
 	rand.Read(control)
 	secretName, controlName := "secret-"+rand.Text(), "control-"+rand.Text()
 
-	dir := MustEnsure(t, v, "volume-7", randomKey(t))
+	dir := MustEnsure(t, v, "volume-7", vaulttest.Key(t))
 	MustWrite(t, filepath.Join(dir, secretName), bytes.Repeat(secret, 1<<15))
 	MustWrite(t, filepath.Join(vdir, "mnt", controlName), bytes.Repeat(control, 1<<15))
 	syscall.Sync()
@@ -194,9 +119,9 @@ func TestEncryptedAtRest(t *testing.T) {
 
 // TestEraseLeavesOthers erases one object and reads another under its own key.
 func TestEraseLeavesOthers(t *testing.T) {
-	v, _ := MustOpen(t)
-	a := MustEnsure(t, v, "instance-1", randomKey(t))
-	b := MustEnsure(t, v, "instance-2", randomKey(t))
+	v, _ := vaulttest.Open(t)
+	a := MustEnsure(t, v, "instance-1", vaulttest.Key(t))
+	b := MustEnsure(t, v, "instance-2", vaulttest.Key(t))
 	MustWrite(t, filepath.Join(a, "f"), []byte("a"))
 	MustWrite(t, filepath.Join(b, "f"), []byte("b"))
 	if _, err := v.Erase("instance-1"); err != nil {
@@ -211,8 +136,8 @@ func TestEraseLeavesOthers(t *testing.T) {
 // TestEraseBusy erases an object with a file still open: the report says so,
 // and the open descriptor still reads plaintext, the documented limit.
 func TestEraseBusy(t *testing.T) {
-	v, _ := MustOpen(t)
-	dir := MustEnsure(t, v, "instance-3", randomKey(t))
+	v, _ := vaulttest.Open(t)
+	dir := MustEnsure(t, v, "instance-3", vaulttest.Key(t))
 	MustWrite(t, filepath.Join(dir, "f"), []byte("still open"))
 	f, err := os.Open(filepath.Join(dir, "f"))
 	if err != nil {
@@ -237,25 +162,25 @@ func TestEraseBusy(t *testing.T) {
 // TestReopen simulates a reboot: after unmounting, the object is locked;
 // Open mounts the image again and Ensure with the same key unlocks it.
 func TestReopen(t *testing.T) {
-	v, vdir := MustOpen(t)
-	key := randomKey(t)
+	v, vdir := vaulttest.Open(t)
+	key := vaulttest.Key(t)
 	dir := MustEnsure(t, v, "volume-9", key)
 	plain := []byte("survives a reboot")
 	MustWrite(t, filepath.Join(dir, "data.txt"), plain)
-	other := MustEnsure(t, v, "volume-10", randomKey(t))
+	other := MustEnsure(t, v, "volume-10", vaulttest.Key(t))
 	MustWrite(t, filepath.Join(other, "f"), plain)
 	if err := v.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if v2 := reopen(t, vdir, "auto"); v2.Root() != v.Root() {
+	if v2 := vaulttest.Reopen(t, vdir, "auto"); v2.Root() != v.Root() {
 		t.Errorf("Open while mounted: Root() = %s, want %s", v2.Root(), v.Root())
 	}
-	unmount(t, vdir)
-	if _, err := os.Stat(filepath.Join(vdir, "disk.img")); err == nil && mounted(t, filepath.Join(vdir, "mnt")) {
+	vaulttest.Unmount(t, vdir)
+	if _, err := os.Stat(filepath.Join(vdir, "disk.img")); err == nil && vaulttest.Mounted(t, filepath.Join(vdir, "mnt")) {
 		t.Fatal("image still mounted after umount")
 	}
 
-	v = reopen(t, vdir, "auto")
+	v = vaulttest.Reopen(t, vdir, "auto")
 	if _, err := os.ReadFile(filepath.Join(dir, "data.txt")); err == nil {
 		t.Error("after remount and before Ensure, the file reads without its key")
 	}
@@ -298,8 +223,8 @@ func TestOpenModes(t *testing.T) {
 }
 
 func TestEnsureRejects(t *testing.T) {
-	v, _ := MustOpen(t)
-	key := randomKey(t)
+	v, _ := vaulttest.Open(t)
+	key := vaulttest.Key(t)
 	for _, name := range []string{"", ".", "..", "a/b", "../x", "/abs"} {
 		if _, err := v.Ensure(name, key); err == nil {
 			t.Errorf("Ensure(%q) succeeded, want an error", name)

@@ -21,6 +21,7 @@ import (
 	"github.com/suanli/suanli/agent"
 	"github.com/suanli/suanli/agent/docker"
 	"github.com/suanli/suanli/agent/process"
+	"github.com/suanli/suanli/agent/vault"
 	"github.com/suanli/suanli/heartbeat"
 	shttp "github.com/suanli/suanli/http"
 )
@@ -54,6 +55,11 @@ type agentConfig struct {
 	// LightBeats lets the agent use the control plane's light heartbeat
 	// channel (UDP) between full syncs.
 	LightBeats bool
+	// DiskEncryption is auto, on or off: whether instance disks and volumes
+	// are encrypted at rest with per-object keys (agent/vault).
+	DiskEncryption string
+	// VaultSize is the size of a new encrypted loop image, in GB.
+	VaultSize int64
 }
 
 func (c *agentConfig) flags(cmd *cobra.Command) {
@@ -68,7 +74,10 @@ func (c *agentConfig) flags(cmd *cobra.Command) {
 	f.StringVar(&c.SubnetPool, "subnet-pool", "", "CIDR where each Docker instance network takes a /28 (default: the daemon's pools, about 30 networks)")
 	f.BoolVar(&c.LightBeats, "light-heartbeats", envOr("SUANLI_LIGHT_HEARTBEATS", "true") != "false", "between full syncs, send heartbeats as signed UDP datagrams when the control plane offers it (falls back to HTTP when UDP is blocked); env SUANLI_LIGHT_HEARTBEATS")
 	f.DurationVar(&c.FenceAfter, "fence-after", 100*time.Second, "stop running instances after this long without the control plane (its lost-after minus a margin; 0 disables)")
+	f.StringVar(&c.DiskEncryption, "disk-encryption", envOr("SUANLI_DISK_ENCRYPTION", "auto"), "encrypt each instance disk and volume at rest with its own key, held by the control plane, so that release is a crypto-erase: auto (when the data directory's filesystem supports fscrypt, or an image made by an earlier \"on\" exists), on (else make an encrypted loop image DATA-DIR/vault/disk.img; needs root), off; env SUANLI_DISK_ENCRYPTION")
+	f.Int64Var(&c.VaultSize, "vault-size", 0, "size in GB of a new encrypted loop image (sparse: it takes disk space as it fills); default the free disk space less 10%")
 	cmd.RegisterFlagCompletionFunc("runtime", cobra.FixedCompletions([]string{"auto", "docker", "process"}, cobra.ShellCompDirectiveNoFileComp))
+	cmd.RegisterFlagCompletionFunc("disk-encryption", cobra.FixedCompletions([]string{"auto", "on", "off"}, cobra.ShellCompDirectiveNoFileComp))
 }
 
 // agentState is the agent's own credential (HOME/agent.json, mode 0600).
@@ -97,9 +106,36 @@ func detect(ctx context.Context, c agentConfig, dataDir string) (suanli.Hardware
 	return hw, nil
 }
 
-func newRuntime(ctx context.Context, c agentConfig, dataDir string, logger *slog.Logger) (agent.Runtime, error) {
+// openVault opens the agent's disk encryption per --disk-encryption; nil
+// when it is off or not available in auto mode.
+func openVault(ctx context.Context, c agentConfig, dataDir string, hw suanli.Hardware, logger *slog.Logger) (*vault.Vault, error) {
+	switch c.DiskEncryption {
+	case "", "auto", "on", "off":
+	default:
+		return nil, suanli.FieldErrorf("disk-encryption", "%q: use auto, on or off", c.DiskEncryption)
+	}
+	size := c.VaultSize << 30
+	if size <= 0 && hw.DiskFreeGB > 0 {
+		size = hw.DiskFreeGB << 30 / 10 * 9
+	}
+	v, err := vault.Open(ctx, vault.Options{Dir: filepath.Join(dataDir, "vault"), Mode: c.DiskEncryption, ImageSize: size, Logger: logger})
+	if err != nil {
+		return nil, suanli.FieldErrorf("disk-encryption", "%v", err)
+	}
+	if v != nil {
+		logger.Info("disk encryption on", "how", v.Describe())
+	}
+	return v, nil
+}
+
+func newRuntime(ctx context.Context, c agentConfig, dataDir string, vlt *vault.Vault, logger *slog.Logger) (agent.Runtime, error) {
+	newProcess := func() agent.Runtime {
+		r := process.New(dataDir, logger)
+		r.Vault = vlt
+		return r
+	}
 	dockerOpts := func() docker.Options {
-		o := docker.Options{DataDir: filepath.Join(dataDir, "docker"), Logger: logger, SubnetPool: c.SubnetPool, Namespace: c.DockerNamespace}
+		o := docker.Options{DataDir: filepath.Join(dataDir, "docker"), Logger: logger, SubnetPool: c.SubnetPool, Namespace: c.DockerNamespace, Vault: vlt}
 		switch c.BlockHost {
 		case "on":
 			o.BlockHostAccess = true
@@ -111,14 +147,14 @@ func newRuntime(ctx context.Context, c agentConfig, dataDir string, logger *slog
 	}
 	switch c.Runtime {
 	case "process":
-		return process.New(dataDir, logger), nil
+		return newProcess(), nil
 	case "docker":
 		return docker.New(ctx, dockerOpts())
 	case "auto", "":
 		if docker.Available(ctx) {
 			return docker.New(ctx, dockerOpts())
 		}
-		return process.New(dataDir, logger), nil
+		return newProcess(), nil
 	}
 	return nil, suanli.FieldErrorf("runtime", "%q: use docker, process or auto", c.Runtime)
 }
@@ -134,7 +170,14 @@ func startAgent(ctx context.Context, c agentConfig, server, stateFile string, jo
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	rt, err := newRuntime(ctx, c, dataDir, logger)
+	vlt, err := openVault(ctx, c, dataDir, hw, logger)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if vlt != nil {
+		hw.DiskEncryption = vlt.Describe()
+	}
+	rt, err := newRuntime(ctx, c, dataDir, vlt, logger)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -296,4 +339,6 @@ func beatDialer(server string, machineID int64) func(addr string) (agent.Beater,
 var (
 	_ agent.VolumeManager = (*process.Runtime)(nil)
 	_ agent.VolumeManager = (*docker.Runtime)(nil)
+	_ agent.Releaser      = (*process.Runtime)(nil)
+	_ agent.Releaser      = (*docker.Runtime)(nil)
 )
