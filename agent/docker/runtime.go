@@ -19,8 +19,8 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/suanli/suanli"
-	"github.com/suanli/suanli/agent/vault"
 	"github.com/suanli/suanli/agent"
+	"github.com/suanli/suanli/agent/vault"
 )
 
 var (
