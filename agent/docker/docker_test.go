@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"slices"
@@ -25,6 +26,7 @@ import (
 	"github.com/suanli/suanli"
 	"github.com/suanli/suanli/agent"
 	"github.com/suanli/suanli/agent/docker"
+	"github.com/suanli/suanli/agent/vault/vaulttest"
 	"github.com/suanli/suanli/internal/testreq"
 )
 
@@ -746,5 +748,77 @@ func checkTTY(t *testing.T, r *docker.Runtime) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("ExecTTY did not return after the command exited")
+	}
+}
+
+// TestEncryptedWorkspace: with a vault, an instance gets an encrypted
+// workspace at /workspace and an encrypted volume (a real loop image and the
+// kernel's fscrypt). The workload reads and writes plaintext, the image holds
+// none of it, stop/start keeps it, and destroy and volume delete are
+// crypto-erases that say what stayed outside (the writable layer).
+func TestEncryptedWorkspace(t *testing.T) {
+	v, vdir := vaulttest.Open(t)
+	e := newEnv(t)
+	r := e.runtime(func(o *docker.Options) { o.Vault = v })
+	ctx := t.Context()
+	vol := suanli.VolumeSpec{ID: 8000 + int64(os.Getpid()%1000), Name: "data", SizeGB: 1, Key: vaulttest.Key(t)}
+	if err := r.EnsureVolume(ctx, vol); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.RemoveVolume(context.Background(), vol.ID) })
+	spec := e.spec(41)
+	spec.DiskKey = vaulttest.Key(t)
+	spec.Volumes = []suanli.VolumeMount{{Name: "data", Path: "/data", ID: vol.ID}}
+	MustEnsure(t, r, spec)
+	marker := strings.Repeat("secret-"+randHex(8)+";", 64)
+	for _, p := range []string{"/workspace/w.txt", "/data/v.txt"} {
+		if code, out := execOut(t, r, 41, "/t", "write", p, marker); code != 0 {
+			t.Fatalf("write %s exited %d: %s", p, code, out)
+		}
+	}
+	if _, out := execOut(t, r, 41, "/t", "env", "SUANLI_WORKSPACE"); out != "/workspace" {
+		t.Errorf("the workload is not told where its encrypted disk is: %s", out)
+	}
+	exec.Command("sync").Run()
+	img, err := os.ReadFile(filepath.Join(vdir, "disk.img"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(img), marker[:40]) {
+		t.Fatalf("plaintext on the vault's image: the workspace or the volume is not encrypted")
+	}
+	spec.Desired = suanli.DesiredStopped
+	MustEnsure(t, r, spec)
+	spec.Desired = suanli.DesiredRunning
+	MustEnsure(t, r, spec)
+	if code, out := execOut(t, r, 41, "/t", "cat", "/workspace/w.txt"); code != 0 || out != marker {
+		t.Fatalf("after stop and start the workspace reads %d %.40q", code, out)
+	}
+	rel, err := r.Release(ctx, 41)
+	if err != nil || rel.Method != suanli.ReleaseCryptoErase || !strings.Contains(rel.Detail, "writable layer") {
+		t.Fatalf("Release = %+v, %v; want a crypto-erase that names the writable layer", rel, err)
+	}
+	if objs, _ := v.Objects(); slices.Contains(objs, "instance-41") {
+		t.Errorf("the workspace is still in the vault: %v", objs)
+	}
+	spec2 := e.spec(42)
+	spec2.DiskKey = vaulttest.Key(t)
+	spec2.Volumes = spec.Volumes
+	MustEnsure(t, r, spec2)
+	if code, out := execOut(t, r, 42, "/t", "cat", "/data/v.txt"); code != 0 || out != marker {
+		t.Fatalf("the encrypted volume after its first instance's release reads %d %.40q", code, out)
+	}
+	if code, _ := execOut(t, r, 42, "/t", "cat", "/workspace/w.txt"); code == 0 {
+		t.Errorf("a new instance sees the released instance's workspace")
+	}
+	if err := r.Remove(ctx, 42); err != nil {
+		t.Fatal(err)
+	}
+	vrel, err := r.RemoveVolume(ctx, vol.ID)
+	if err != nil || vrel.Method != suanli.ReleaseCryptoErase {
+		t.Fatalf("RemoveVolume = %+v, %v; want a crypto-erase", vrel, err)
+	}
+	if ids, _ := r.Volumes(ctx); slices.Contains(ids, vol.ID) {
+		t.Errorf("volume still listed after RemoveVolume")
 	}
 }
