@@ -563,7 +563,7 @@ func (a *Agent) handle(ctx context.Context, req *suanli.SyncRequest, resp *suanl
 // once per LogFlush) new log bytes.
 func (a *Agent) news(ctx context.Context) bool {
 	reports := a.reports(ctx)
-	if a.reportsChanged(reports) || a.unsentResults() {
+	if a.reportsChanged(reports) || a.unsentResults() || a.unsentReleases() {
 		return true
 	}
 	if !a.synced || a.now().Sub(a.lastReqAt) < a.cfg.LogFlush {
@@ -575,6 +575,13 @@ func (a *Agent) news(ctx context.Context) bool {
 		}
 	}
 	return false
+}
+
+// unsentReleases reports whether a release report waits to be sent.
+func (a *Agent) unsentReleases() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.releases) > 0
 }
 
 // reportKey is the part of an instance report whose change is news;

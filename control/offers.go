@@ -49,7 +49,7 @@ func offerFor(m *suanli.Machine, u sched.Usage, now time.Time) *suanli.Offer {
 		GPUPrice: l.PriceGPU, CPUPrice: l.PriceCPU, RAMPrice: l.PriceRAM, StorageCost: l.PriceDisk,
 		Reliability: m.Reliability, Verified: m.Verified, Simulated: m.Simulated, Datacenter: m.Datacenter,
 		Geolocation: m.Geolocation, Country: m.Country, Region: m.Region, EndDate: l.EndDate,
-		PreemptGraceS: l.PreemptGraceS, HostStatus: m.Status, Duration: 3650,
+		PreemptGraceS: l.PreemptGraceS, HostStatus: m.Status, Duration: 3650, EncryptedDisk: hw.DiskEncryption != "",
 	}
 	switch {
 	case m.Datacenter:

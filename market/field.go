@@ -174,6 +174,7 @@ var fields = []field{
 	{"duration", kindFloat, "days", func(o *suanli.Offer) any { return &o.Duration }},
 	{"end_date", kindTime, "", func(o *suanli.Offer) any { return &o.EndDate }},
 	{"static_ip", kindBool, "", func(o *suanli.Offer) any { return &o.StaticIP }},
+	{"encrypted_disk", kindBool, "", func(o *suanli.Offer) any { return &o.EncryptedDisk }},
 	{"direct_port_count", kindInt, "", func(o *suanli.Offer) any { return &o.DirectPortCount }},
 	{"carbon_intensity", kindFloat, "gCO2/kWh", func(o *suanli.Offer) any { return &o.CarbonIntensity }},
 	{"green", kindBool, "", func(o *suanli.Offer) any { return &o.Green }},

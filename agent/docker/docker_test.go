@@ -625,7 +625,7 @@ func httpGet(tb testing.TB, url string) string {
 			return string(b)
 		}
 		last = err
-		if !errors.Is(err, io.EOF) && !strings.Contains(err.Error(), "connection re") {
+		if !errors.Is(err, io.EOF) && !strings.Contains(err.Error(), "connection re") && !strings.Contains(err.Error(), "server closed idle connection") {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
