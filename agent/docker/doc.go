@@ -92,8 +92,15 @@
 // layers (overlay upper directories share nothing with the image, but the
 // filesystem may place new data anywhere, and btrfs/zfs never overwrite in
 // place). Making data unrecoverable needs encryption at rest with a
-// per-instance key (crypto-erase), which this runtime does not do yet;
-// providers who need it should put the Docker root on an encrypted
+// per-instance key (crypto-erase): with Options.Vault (the agent's
+// --disk-encryption) each instance gets an encrypted workspace bind-mounted
+// at /workspace (SUANLI_WORKSPACE) and each volume is a bind of an
+// encrypted directory, under keys only the control plane keeps; Release
+// removes the key and deletes the ciphertext, and says so. The writable
+// layer stays outside it: files a workload writes elsewhere than
+// /workspace and its volumes are deleted by the storage driver without
+// overwriting, as above, and Release says that too. Providers who need the
+// whole layer covered should also put the Docker root on an encrypted
 // filesystem, whose key protects against a stolen disk but not against the
 // host's own operator.
 //
