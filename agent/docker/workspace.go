@@ -3,6 +3,7 @@ package docker
 import (
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -25,9 +26,19 @@ func instanceObject(id int64) string { return "instance-" + strconv.FormatInt(id
 
 func volumeObject(id int64) string { return "volume-" + strconv.FormatInt(id, 10) }
 
-// encrypted reports whether spec's disk is to be encrypted here.
+// encrypted reports whether spec's disk is to be encrypted here: with a
+// vault and a key, unless a volume is mounted at Workspace (it takes the
+// place, and is encrypted on its own).
 func (r *Runtime) encrypted(spec suanli.InstanceSpec) bool {
-	return r.vault != nil && len(spec.DiskKey) > 0
+	if r.vault == nil || len(spec.DiskKey) == 0 {
+		return false
+	}
+	for _, v := range spec.Volumes {
+		if path.Clean(v.Path) == Workspace {
+			return false
+		}
+	}
+	return true
 }
 
 // openWorkspace creates the instance's encrypted workspace or gives the
