@@ -324,7 +324,13 @@ func (r *Runtime) instanceLocked(spec suanli.InstanceSpec) (*instance, error) {
 		return nil, fmt.Errorf("instance %d: %w", spec.ID, err)
 	}
 	inst.spec = spec
-	if err := writeJSON(filepath.Join(inst.dir, "spec.json"), spec); err != nil {
+	// The saved copy restarts the workload after an agent restart; the
+	// disk key and registry credentials stay in memory only (the disk key
+	// must never reach the host's disk: that is what makes release a
+	// crypto-erase).
+	saved := spec
+	saved.DiskKey, saved.RegistryAuth = nil, nil
+	if err := writeJSON(filepath.Join(inst.dir, "spec.json"), saved); err != nil {
 		return nil, fmt.Errorf("instance %d: save spec: %w", spec.ID, err)
 	}
 	return inst, nil

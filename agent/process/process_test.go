@@ -1,10 +1,13 @@
 package process_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -593,7 +596,7 @@ func TestVolumesSurviveAndWipe(t *testing.T) {
 // volume outlives the instance, and both releases are crypto-erases.
 func TestEncryptedDiskAndVolume(t *testing.T) {
 	v, vdir := vaulttest.Open(t)
-	r, _ := newRuntime(t)
+	r, dir := newRuntime(t)
 	r.Vault = v
 	ctx := t.Context()
 	marker := "plaintext-" + strconv.FormatInt(time.Now().UnixNano(), 36)
@@ -608,6 +611,14 @@ func TestEncryptedDiskAndVolume(t *testing.T) {
 	}
 	waitStatus(t, r, 61, suanli.StatusRunning)
 	waitLog(t, r, 61, "written")
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if b, _ := os.ReadFile(p); bytes.Contains(b, []byte(base64.StdEncoding.EncodeToString(spec.DiskKey))) || bytes.Contains(b, spec.DiskKey) {
+				t.Errorf("%s holds the disk key: the host's disk must never hold it", p)
+			}
+		}
+		return nil
+	})
 	exec.Command("sync").Run()
 	img, err := os.ReadFile(filepath.Join(vdir, "disk.img"))
 	if err != nil {
