@@ -102,6 +102,11 @@ type Config struct {
 	// a fence is cut to what is left before lost_after. Zero disables
 	// fencing.
 	FenceAfter time.Duration
+	// LeaseFile, when set, is renewed with every successful sync (and
+	// answered beat): the fence's state, for a Watchdog in another process
+	// that stops the workloads when the agent process itself cannot (it was
+	// stopped, or died). Empty: no lease file.
+	LeaseFile string
 	// GPUSampler, when set, reads GPU load (SampleGPUs on a machine with
 	// real NVIDIA GPUs); running instances with real GPUs then report their
 	// GPUs' mean utilisation and summed memory use.
@@ -268,6 +273,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer a.closeBeater()
 	a.seed(ctx)
 	a.lastSuccess = a.now()
+	a.renewLease()
 	a.log.Info("agent started", "machine_id", a.cfg.MachineID, "runtime", a.rt.Name())
 	failures := 0
 	for ctx.Err() == nil {
@@ -531,6 +537,7 @@ func (a *Agent) handle(ctx context.Context, req *suanli.SyncRequest, resp *suanl
 			a.log.Warn("fence interval capped by the control plane's lease", "fence_after", a.cfg.FenceAfter, "lost_after", a.lostAfter, "fencing_after", f)
 		}
 	}
+	a.renewLease()
 	clear(a.ackedReports)
 	for _, rep := range req.Instances {
 		a.ackedReports[rep.ID] = keyOf(rep)

@@ -121,6 +121,7 @@ func (a *Agent) beat(ctx context.Context) {
 				if m.Seq == pending {
 					pending, a.beatMiss = 0, 0
 					a.lastSuccess = pendingAt
+					a.renewLease()
 				}
 				if m.Kind == heartbeat.KindSync || m.Version != a.version {
 					a.noWait = true

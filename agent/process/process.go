@@ -417,6 +417,14 @@ func (r *Runtime) wait(inst *instance, cmd *exec.Cmd, done chan struct{}) {
 		return // already replaced (cannot happen while the agent serialises calls)
 	}
 	inst.done = nil
+	if !inst.st.StopRequested {
+		// The agent's watchdog (Fence, another process) may have stopped
+		// it while this agent could not: it says so in the saved state.
+		var saved state
+		if err := readJSON(filepath.Join(inst.dir, "state.json"), &saved); err == nil && saved.StopRequested && saved.PID == inst.st.PID {
+			inst.st.StopRequested = true
+		}
+	}
 	if inst.st.StopRequested {
 		inst.st = state{Status: suanli.StatusStopped, StartedAt: inst.st.StartedAt, EndedAt: &ended}
 		r.logger.Info("instance stopped", "instance_id", inst.id)
@@ -586,4 +594,33 @@ func (r *Runtime) saveStateLocked(inst *instance) {
 	if err := writeJSON(filepath.Join(inst.dir, "state.json"), inst.st); err != nil {
 		r.logger.Error("instance state not saved", "instance_id", inst.id, "err", err)
 	}
+}
+
+// Fence stops every running instance under dir, each within grace: the
+// agent's watchdog calls it, from another process, when the agent's lease
+// ran out. It reads the instances afresh from dir each time, so instances
+// the agent created since are seen. It returns how many it stopped.
+func Fence(ctx context.Context, dir string, grace time.Duration, logger *slog.Logger) (int, error) {
+	r := New(dir, logger)
+	reps, err := r.Status(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, rep := range reps {
+		if rep.Status != suanli.StatusRunning {
+			continue
+		}
+		r.mu.Lock()
+		inst := r.insts[rep.ID]
+		if inst.spec.StopGrace <= 0 || inst.spec.StopGrace > grace {
+			inst.spec.StopGrace = grace
+		}
+		r.mu.Unlock()
+		if err := r.stop(ctx, inst); err != nil {
+			return n, fmt.Errorf("instance %d: %w", rep.ID, err)
+		}
+		n++
+	}
+	return n, nil
 }

@@ -60,6 +60,9 @@ type agentConfig struct {
 	DiskEncryption string
 	// VaultSize is the size of a new encrypted loop image, in GB.
 	VaultSize int64
+	// Watchdog starts a watchdog process that fences the workloads when
+	// the agent process itself stops renewing its lease (suanli agent only).
+	Watchdog bool
 }
 
 func (c *agentConfig) flags(cmd *cobra.Command) {
@@ -218,6 +221,11 @@ func startAgent(ctx context.Context, c agentConfig, server, stateFile string, jo
 	}
 	cfg := agent.Config{Server: client, Runtime: rt, MachineID: st.MachineID, Hardware: hw, Version: Version, Logger: logger,
 		FenceAfter: c.FenceAfter, SSH: sshEP, SSHAuthorities: sshCA}
+	if c.Watchdog && c.FenceAfter > 0 {
+		if cfg.LeaseFile, err = startWatchdog(c, dataDir, rt.Name(), logger); err != nil {
+			return nil, nil, nil, err
+		}
+	}
 	if len(hw.GPUs) > 0 && !hw.GPUs[0].Simulated {
 		cfg.GPUSampler = agent.SampleGPUs
 	}
@@ -309,6 +317,7 @@ List the machine afterwards with 'suanli host list MACHINE --price-gpu …'.`,
 	cmd.Flags().StringVar(&token, "join-token", os.Getenv("SUANLI_JOIN_TOKEN"), "one-time join token (first start only); env SUANLI_JOIN_TOKEN")
 	cmd.Flags().StringVar(&c.CAFingerprint, "ca-fingerprint", os.Getenv("SUANLI_CA_FINGERPRINT"), "pin the control plane's CA by its fingerprint, as `suanli host join-token` prints it (first start only)")
 	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics (instances, per-GPU utilisation, memory, temperature) at HOST:PORT")
+	cmd.Flags().BoolVar(&c.Watchdog, "watchdog", true, "start a watchdog process that stops this machine's workloads when the agent itself is stopped or dead past its fence (so a job relaunched elsewhere never runs twice)")
 	return cmd
 }
 

@@ -153,6 +153,7 @@ Client commands find the server and API key in $SUANLI_HOME/config.json
 		c.GroupID = "run"
 		root.AddCommand(c)
 	}
+	root.AddCommand(newWatchdogCmd())
 	for _, c := range []*cobra.Command{newSearchCmd(a), newQuoteCmd(a), newCreateCmd(a), newLsCmd(a), newShowCmd(a), newLogsCmd(a),
 		newStateCmd(a, "stop"), newStateCmd(a, "start"), newStateCmd(a, "destroy"), newExecCmd(a), newTopCmd(a), newTemplatesCmd(a), newVolumeCmd(a), newSchedulesCmd(a),
 		newSSHCmd(a), newSSHKeysCmd(a), newAllowlistCmd(a), newBidCmd(a), newReserveCmd(a), newMarketCmd(a),
