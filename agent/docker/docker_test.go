@@ -822,3 +822,27 @@ func TestEncryptedWorkspace(t *testing.T) {
 		t.Errorf("volume still listed after RemoveVolume")
 	}
 }
+
+// TestFence: the watchdog's Fence, from outside the runtime, stops the
+// namespace's running containers, and the runtime then reports them
+// stopped (not exited); another namespace's containers are left alone.
+func TestFence(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	r := e.runtime()
+	MustEnsure(t, r, e.spec(51))
+	other := newEnv(t)
+	ro := other.runtime()
+	MustEnsure(t, ro, other.spec(51))
+	n, err := docker.Fence(t.Context(), docker.Options{DataDir: e.dataDir, Namespace: e.ns}, 2*time.Second)
+	if err != nil || n != 1 {
+		t.Fatalf("Fence = %d, %v; want 1 container stopped", n, err)
+	}
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		rep := report(t, r, 51)
+		return rep.Status == suanli.StatusStopped, "instance 51 " + rep.Status
+	})
+	if rep := report(t, ro, 51); rep.Status != suanli.StatusRunning {
+		t.Errorf("the other namespace's instance is %s, want running", rep.Status)
+	}
+}
