@@ -453,3 +453,24 @@ func madeUp(token string) string {
 	}
 	return first + token[1:]
 }
+
+// TestEncryptedDiskShown: renters see which offers encrypt disks (and can
+// filter on it); providers see how their machines release data.
+func TestEncryptedDiskShown(t *testing.T) {
+	m := newMarket(t, marketOptions{control: control.Config{AllowSimulated: true}})
+	m.addMachine(machineSpec{host: "vaulted", gpus: "RTX 4090:1", price: 400_000, minBid: 200_000, diskEncryption: "fscrypt v2 AES-256-XTS (test)"})
+	m.addMachine(machineSpec{host: "plain", gpus: "RTX 4090:1", price: 400_000, minBid: 200_000})
+	b := m.browser()
+	b.signIn(m.renterKey)
+	r := b.get("/")
+	if n := strings.Count(r.body, ">encrypted disk</span>"); n != 1 {
+		t.Errorf("offers page shows %d encrypted-disk tags, want 1 (one of two machines encrypts)\n%s", n, r.body)
+	}
+	r = b.get("/?q=" + url.QueryEscape("encrypted_disk=true"))
+	if !strings.Contains(r.body, "1–1 of 1 offers") || !strings.Contains(r.body, ">encrypted disk</span>") {
+		t.Errorf("encrypted_disk=true does not keep only the encrypting machine\n%s", r.body)
+	}
+	p := m.browser()
+	p.signIn(m.providerKey)
+	contains(t, p.get("/hosts"), "disks encrypted (fscrypt v2 AES-256-XTS (test))", "disks not encrypted (release overwrites)")
+}

@@ -123,6 +123,7 @@ func as(id int64) context.Context {
 type machineSpec struct {
 	host, gpus, region string
 	price, minBid      suanli.Money
+	diskEncryption     string // Hardware.DiskEncryption
 }
 
 // addMachine joins a machine with simulated GPUs for the provider and lists
@@ -135,7 +136,7 @@ func (m *market) addMachine(s machineSpec) (int64, string, suanli.Hardware) {
 		m.t.Fatal(err)
 	}
 	hw := suanli.Hardware{Hostname: s.host, OS: "linux", CPUArch: "amd64", CPUModel: "AMD EPYC 7543", CPUCores: 16 * len(gpus),
-		RAMMB: int64(64<<10) * int64(len(gpus)), DiskFreeGB: 500, GPUs: gpus}
+		RAMMB: int64(64<<10) * int64(len(gpus)), DiskFreeGB: 500, GPUs: gpus, DiskEncryption: s.diskEncryption}
 	tok, err := m.svc.CreateJoinToken(ctx, time.Hour)
 	if err != nil {
 		m.t.Fatal(err)
