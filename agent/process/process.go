@@ -419,10 +419,20 @@ func (r *Runtime) wait(inst *instance, cmd *exec.Cmd, done chan struct{}) {
 	inst.done = nil
 	if !inst.st.StopRequested {
 		// The agent's watchdog (Fence, another process) may have stopped
-		// it while this agent could not: it says so in the saved state.
+		// it while this agent could not: it says so in the saved state,
+		// while it stops it (StopRequested, same pid) or after (stopped,
+		// same start, and when it ended).
 		var saved state
-		if err := readJSON(filepath.Join(inst.dir, "state.json"), &saved); err == nil && saved.StopRequested && saved.PID == inst.st.PID {
-			inst.st.StopRequested = true
+		if err := readJSON(filepath.Join(inst.dir, "state.json"), &saved); err == nil {
+			switch {
+			case saved.StopRequested && saved.PID == inst.st.PID:
+				inst.st.StopRequested = true
+			case saved.Status == suanli.StatusStopped && saved.StartedAt != nil && inst.st.StartedAt != nil && saved.StartedAt.Equal(*inst.st.StartedAt):
+				inst.st.StopRequested = true
+				if saved.EndedAt != nil && saved.EndedAt.Before(ended) {
+					ended = *saved.EndedAt
+				}
+			}
 		}
 	}
 	if inst.st.StopRequested {
