@@ -165,11 +165,15 @@ func (i *Instance) Waiting() bool {
 
 // InstanceCreate is a rental request.
 type InstanceCreate struct {
-	OfferID    int64             `json:"offer_id"`
-	Image      string            `json:"image"`
-	Cmd        []string          `json:"cmd,omitempty"`
-	Env        map[string]string `json:"env,omitempty"`
-	DiskGB     int64             `json:"disk_gb,omitempty"`   // default DefaultDiskGB
+	OfferID int64             `json:"offer_id"`
+	Image   string            `json:"image"`
+	Cmd     []string          `json:"cmd,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	DiskGB  int64             `json:"disk_gb,omitempty"` // default: the template's, else DefaultDiskGB
+	// DiskGiven says DiskGB was given even when it is 0 (which is refused,
+	// where leaving it out takes the default). The HTTP API sets it when
+	// the body has "disk_gb", and the client sends "disk_gb": 0 for it.
+	DiskGiven  bool              `json:"-"`
 	Ports      []int             `json:"ports,omitempty"`     // container TCP ports to publish (SUANLI_TCP_PORT_<n> tells the workload the host port)
 	Volumes    []VolumeMount     `json:"volumes,omitempty"`   // volumes on the same machine to attach (-v NAME:/path)
 	Template   string            `json:"template,omitempty"`  // a preset: image, disk, ports and command unless given

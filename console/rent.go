@@ -167,6 +167,7 @@ func (in rentInputs) create(offerID int64) (suanli.InstanceCreate, error) {
 	if c.DiskGB, err = parseInt("disk_gb", in.Disk, 0); err != nil {
 		return c, err
 	}
+	c.DiskGiven = strings.TrimSpace(in.Disk) != ""
 	gpus, err := parseInt("num_gpus", in.GPUs, 0)
 	if err != nil {
 		return c, err

@@ -58,6 +58,9 @@ func validateCreate(c *suanli.InstanceCreate) error {
 	if c.Image == "" {
 		return suanli.FieldErrorf("image", "must not be empty: name a Docker image such as ubuntu:24.04")
 	}
+	if c.DiskGB == 0 && c.DiskGiven {
+		return suanli.FieldErrorf("disk_gb", "0 GB is no disk: give a size of at least 1 GB, or leave it out for the default (%d GB, or the template's)", suanli.DefaultDiskGB)
+	}
 	if c.DiskGB == 0 {
 		c.DiskGB = suanli.DefaultDiskGB
 	}

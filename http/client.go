@@ -157,7 +157,7 @@ func (c *Client) CreateInstance(ctx context.Context, cr suanli.InstanceCreate) (
 	var in suanli.Instance
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
-		if err = c.do(ctx, c.HTTP, http.MethodPost, "/v1/instances", cr, &in); suanli.ErrorCode(err) != suanli.EUNAVAILABLE {
+		if err = c.do(ctx, c.HTTP, http.MethodPost, "/v1/instances", rentalBody(cr, cr), &in); suanli.ErrorCode(err) != suanli.EUNAVAILABLE {
 			break
 		}
 		time.Sleep(time.Duration(attempt+1) * 500 * time.Millisecond)
@@ -304,4 +304,23 @@ func (c *Client) SetQuota(ctx context.Context, accountID int64, q suanli.Quota) 
 func (c *Client) Exec(ctx context.Context, id int64, cmd []string, timeout time.Duration) (*control.ExecResult, error) {
 	var r control.ExecResult
 	return &r, c.do(ctx, c.Long, http.MethodPost, fmt.Sprintf("/v1/instances/%d/exec", id), ExecRequest{Cmd: cmd, TimeoutSeconds: int64(timeout / time.Second)}, &r)
+}
+
+// rentalBody is the JSON body for v, a request that is or embeds c: v
+// itself, or, when c gives a disk of 0 (which the server refuses, where
+// leaving it out takes the default), v with an explicit "disk_gb": 0.
+func rentalBody(v any, c suanli.InstanceCreate) any {
+	if !c.DiskGiven || c.DiskGB != 0 {
+		return v
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(b, &m) != nil {
+		return v
+	}
+	m["disk_gb"] = json.RawMessage("0")
+	return m
 }

@@ -13,7 +13,7 @@ import (
 // Quote asks for an itemized quote with pre-flight checks.
 func (c *Client) Quote(ctx context.Context, q suanli.QuoteRequest) (*suanli.Quote, error) {
 	var out suanli.Quote
-	return &out, c.do(ctx, c.HTTP, http.MethodPost, "/v1/quotes", q, &out)
+	return &out, c.do(ctx, c.HTTP, http.MethodPost, "/v1/quotes", rentalBody(q, q.InstanceCreate), &out)
 }
 
 // SetBudget creates or replaces a budget by name.

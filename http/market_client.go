@@ -16,7 +16,7 @@ var _ suanli.RentalService = (*Client)(nil)
 // CreateFleet rents several instances in one request.
 func (c *Client) CreateFleet(ctx context.Context, fc suanli.FleetCreate) (*suanli.FleetResult, error) {
 	var r suanli.FleetResult
-	return &r, c.do(ctx, c.HTTP, http.MethodPost, "/v1/fleets", fc, &r)
+	return &r, c.do(ctx, c.HTTP, http.MethodPost, "/v1/fleets", rentalBody(fc, fc.InstanceCreate), &r)
 }
 
 // ChangeBid changes an interruptible instance's bid.

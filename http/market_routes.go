@@ -32,7 +32,7 @@ func init() {
 func (s *Server) registerMarketRoutes() {
 	s.route("POST /v1/fleets", false, func(w http.ResponseWriter, r *http.Request) error {
 		var fc suanli.FleetCreate
-		if err := decode(r, &fc); err != nil {
+		if err := decodeRental(r, &fc, &fc.InstanceCreate); err != nil {
 			return err
 		}
 		res, err := s.Service.CreateFleet(r.Context(), fc)

@@ -104,7 +104,7 @@ type InstanceList struct {
 func (s *Server) registerInstanceRoutes() {
 	s.route("POST /v1/instances", false, func(w http.ResponseWriter, r *http.Request) error {
 		var c suanli.InstanceCreate
-		if err := decode(r, &c); err != nil {
+		if err := decodeRental(r, &c, &c); err != nil {
 			return err
 		}
 		in, err := s.Service.CreateInstance(r.Context(), c)

@@ -33,7 +33,7 @@ type PayoutRequest struct {
 func (s *Server) registerCostRoutes() {
 	s.route("POST /v1/quotes", false, func(w http.ResponseWriter, r *http.Request) error {
 		var q suanli.QuoteRequest
-		if err := decode(r, &q); err != nil {
+		if err := decodeRental(r, &q, &q.InstanceCreate); err != nil {
 			return err
 		}
 		out, err := s.Service.Quote(r.Context(), q)

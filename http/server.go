@@ -1,6 +1,7 @@
 package http
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -385,6 +386,27 @@ func decode(r *http.Request, v any) error {
 	}
 	if dec.More() {
 		return suanli.Errorf(suanli.EINVALID, "body: more than one JSON value")
+	}
+	return nil
+}
+
+// decodeRental decodes a body that holds an instance request (v is
+// c itself, or a request that embeds it) and sets c.DiskGiven when the body
+// names disk_gb, so that an explicit 0 is refused rather than defaulted.
+func decodeRental(r *http.Request, v any, c *suanli.InstanceCreate) error {
+	b, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, 1<<20))
+	if err != nil {
+		return decodeError(err)
+	}
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	if err := decode(r, v); err != nil {
+		return err
+	}
+	var probe struct {
+		DiskGB json.RawMessage `json:"disk_gb"`
+	}
+	if json.Unmarshal(b, &probe) == nil && probe.DiskGB != nil {
+		c.DiskGiven = true
 	}
 	return nil
 }

@@ -123,6 +123,7 @@ func TestCreateBadInputChangesNothing(t *testing.T) {
 	}{
 		{"empty image", suanli.InstanceCreate{OfferID: e.machineID, Image: " "}, "image"},
 		{"negative disk", suanli.InstanceCreate{OfferID: e.machineID, Image: "x", DiskGB: -5}, "disk_gb"},
+		{"disk 0", suanli.InstanceCreate{OfferID: e.machineID, Image: "x", DiskGB: 0, DiskGiven: true}, "disk_gb"},
 		{"bad env", suanli.InstanceCreate{OfferID: e.machineID, Image: "x", Env: map[string]string{"1A": "x"}}, "env"},
 		{"no offer", suanli.InstanceCreate{Image: "x"}, "offer_id"},
 		{"negative bid", suanli.InstanceCreate{OfferID: e.machineID, Image: "x", Bid: &neg}, "bid"},
@@ -157,6 +158,21 @@ func TestCreateBadInputChangesNothing(t *testing.T) {
 	resp = rawPost(t, e, "/v1/instances?pretty", `{"offer_id":"one","image":"x"}`)
 	if resp.StatusCode != 400 || !strings.Contains(resp.Body, `"field": "offer_id"`) {
 		t.Errorf("wrong JSON type: %d %s", resp.StatusCode, resp.Body)
+	}
+	// An explicit disk of 0 is refused, in every request that rents.
+	for _, path := range []string{"/v1/instances", "/v1/fleets", "/v1/quotes"} {
+		resp = rawPost(t, e, path, fmt.Sprintf(`{"offer_id":%d,"image":"x","disk_gb":0}`, e.machineID))
+		if resp.StatusCode != 400 || !strings.Contains(resp.Body, `"field":"disk_gb"`) {
+			t.Errorf("POST %s with disk_gb 0: %d %s", path, resp.StatusCode, resp.Body)
+		}
+	}
+	if _, n, _ := e.renter.FindInstances(ctx, suanli.InstanceFilter{}); n != 0 {
+		t.Errorf("%d instances after refused disk_gb 0", n)
+	}
+	// Left out, the disk is the default.
+	in, err := e.renter.CreateInstance(ctx, suanli.InstanceCreate{OfferID: e.machineID, Image: "x", GPUCount: 1, Cmd: []string{"true"}})
+	if err != nil || in.DiskGB != suanli.DefaultDiskGB {
+		t.Errorf("create without a disk size: %v, disk %d GB, want the default %d", err, in.DiskGB, suanli.DefaultDiskGB)
 	}
 }
 

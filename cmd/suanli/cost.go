@@ -136,6 +136,7 @@ balance, budgets); nothing is reserved or billed.`,
 		Example: "  suanli quote 3 --hours 10 --disk 50 --egress-gb 100\n  suanli quote 3 --gpus 1 --bid 0.25 --json",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			q.DiskGiven = cmd.Flags().Changed("disk")
 			id, err := parseID("offer", args[0])
 			if err != nil {
 				return err
@@ -164,7 +165,7 @@ balance, budgets); nothing is reserved or billed.`,
 	}
 	f := cmd.Flags()
 	f.Float64Var(&q.Hours, "hours", 1, "expected running hours")
-	f.Int64Var(&q.DiskGB, "disk", suanli.DefaultDiskGB, "disk GB")
+	f.Int64Var(&q.DiskGB, "disk", 0, fmt.Sprintf("disk GB (default: the template's, else %d)", suanli.DefaultDiskGB))
 	f.IntVar(&q.GPUCount, "gpus", 0, "GPUs (default: every free GPU of the offer)")
 	f.IntVar(&q.CPUCores, "cpus", 0, "CPU cores on a CPU-only offer")
 	f.Float64Var(&q.EgressGB, "egress-gb", 0, "expected GB sent")

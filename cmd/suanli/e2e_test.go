@@ -186,6 +186,12 @@ func TestEndToEnd(t *testing.T) {
 	if _, err := m.run("create", fmt.Sprint(offer.ID), "--image", "x", "--disk", "-1", "--", "true"); err == nil || !strings.Contains(err.Error(), "disk_gb") {
 		t.Errorf("create with disk -1: err = %v", err)
 	}
+	if _, err := m.run("create", fmt.Sprint(offer.ID), "--image", "x", "--disk", "0", "--", "true"); err == nil || !strings.Contains(err.Error(), "disk_gb") {
+		t.Errorf("create with disk 0: err = %v", err)
+	}
+	if _, err := m.run("quote", fmt.Sprint(offer.ID), "--disk", "0"); err == nil || !strings.Contains(err.Error(), "disk_gb") {
+		t.Errorf("quote with disk 0: err = %v", err)
+	}
 
 	createStart := time.Now()
 	var in suanli.Instance

@@ -161,6 +161,7 @@ it 8 hours after it starts, --stop-window "Mon-Fri 22:00-06:00" for nights.
 			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
 				pos, c.Cmd = args[:dash], args[dash:]
 			}
+			c.DiskGiven = cmd.Flags().Changed("disk")
 			if deadline != "" || schedule != "" {
 				if len(pos) > 0 {
 					return suanli.FieldErrorf("args", "--deadline and --schedule pick windows themselves: drop the offer id (narrow with --query)")
@@ -296,7 +297,7 @@ it 8 hours after it starts, --stop-window "Mon-Fri 22:00-06:00" for nights.
 	f.StringVar(&c.Template, "template", "", "a preset with image, disk, ports and command (suanli templates)")
 	f.StringArrayVarP(&mounts, "volume", "v", nil, "attach a volume of the same machine: NAME:/path (repeatable)")
 	f.IntSliceVarP(&c.Ports, "port", "p", nil, "container TCP port to publish (repeatable); the host port is in show and in SUANLI_TCP_PORT_<n>")
-	f.Int64Var(&c.DiskGB, "disk", suanli.DefaultDiskGB, "disk size in GB")
+	f.Int64Var(&c.DiskGB, "disk", 0, fmt.Sprintf("disk size in GB (default: the template's, else %d)", suanli.DefaultDiskGB))
 	f.IntVar(&c.GPUCount, "gpus", 0, "GPUs to rent per instance (default: every free GPU of the offer; 1 with --query)")
 	f.IntVar(&c.CPUCores, "cpus", 0, "CPU cores to rent on a CPU-only offer (default: all free)")
 	f.StringArrayVar(&env, "env", nil, "environment variable KEY=VALUE (repeatable)")
