@@ -241,14 +241,22 @@ const (
 // another matching offer when its host is lost or it is preempted. Host
 // losses and preemptions do not count against MaxRestarts.
 type RestartPolicy struct {
-	Policy      string `json:"policy,omitempty"` // never (default), on-failure, always
-	MaxRestarts int    `json:"max_restarts,omitempty"`
-	Recover     string `json:"recover,omitempty"`   // "" (wait for the host) or "elsewhere"
-	MaxPrice    Money  `json:"max_price,omitempty"` // per hour for a relaunch elsewhere; 0: 1.5 × the current rate
+	Policy      string `json:"policy,omitempty"`       // never (default), on-failure, always
+	MaxRestarts *int   `json:"max_restarts,omitempty"` // nil: DefaultMaxRestarts; 0: none
+	Recover     string `json:"recover,omitempty"`      // "" (wait for the host) or "elsewhere"
+	MaxPrice    Money  `json:"max_price,omitempty"`    // per hour for a relaunch elsewhere; 0: 1.5 × the current rate
 }
 
 // DefaultMaxRestarts applies when a restart policy names no limit.
 const DefaultMaxRestarts = 3
+
+// Limit is the most restarts after exits the policy allows.
+func (r RestartPolicy) Limit() int {
+	if r.MaxRestarts == nil {
+		return DefaultMaxRestarts
+	}
+	return *r.MaxRestarts
+}
 
 // Validate checks the policy; the error names the field.
 func (r RestartPolicy) Validate() error {
@@ -257,8 +265,8 @@ func (r RestartPolicy) Validate() error {
 	default:
 		return FieldErrorf("restart.policy", "%q: use never, on-failure or always", r.Policy)
 	}
-	if r.MaxRestarts < 0 || r.MaxRestarts > 1000 {
-		return FieldErrorf("restart.max_restarts", "%d: give 0 to 1000", r.MaxRestarts)
+	if m := r.MaxRestarts; m != nil && (*m < 0 || *m > 1000) {
+		return FieldErrorf("restart.max_restarts", "%d: give 0 to 1000", *m)
 	}
 	switch r.Recover {
 	case "", "elsewhere":

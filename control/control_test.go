@@ -445,7 +445,8 @@ func (f *fixture) addMachine(t *testing.T, price suanli.Money) (int64, context.C
 
 func TestRestartOnFailure(t *testing.T) {
 	f := newFixture(t, suanli.Dollars(100), control.Config{})
-	in := f.create(t, suanli.InstanceCreate{Restart: suanli.RestartPolicy{Policy: suanli.RestartOnFailure, MaxRestarts: 2}})
+	two := 2
+	in := f.create(t, suanli.InstanceCreate{Restart: suanli.RestartPolicy{Policy: suanli.RestartOnFailure, MaxRestarts: &two}})
 	one, zero := 1, 0
 	for round := 1; round <= 3; round++ {
 		f.report(t, suanli.InstanceReport{ID: in.ID, Status: suanli.StatusRunning})
@@ -463,6 +464,14 @@ func TestRestartOnFailure(t *testing.T) {
 		} else if got.Status != suanli.StatusExited || !strings.Contains(got.StatusMessage, "2 of 2 restarts used") {
 			t.Fatalf("after max restarts: %s (%s)", got.Status, got.StatusMessage)
 		}
+	}
+	// --max-restarts 0 means none, not the default.
+	zeroMax := 0
+	none := f.create(t, suanli.InstanceCreate{Restart: suanli.RestartPolicy{Policy: suanli.RestartOnFailure, MaxRestarts: &zeroMax}})
+	f.report(t, suanli.InstanceReport{ID: none.ID, Status: suanli.StatusRunning})
+	f.report(t, suanli.InstanceReport{ID: none.ID, Status: suanli.StatusExited, ExitCode: &one})
+	if got := f.status(t, none.ID); got.Status != suanli.StatusExited || got.RestartPending || !strings.Contains(got.StatusMessage, "0 of 0 restarts used") {
+		t.Errorf("max restarts 0: %s (%s), want exited and not restarted", got.Status, got.StatusMessage)
 	}
 	// A clean exit is not a failure.
 	ok := f.create(t, suanli.InstanceCreate{Restart: suanli.RestartPolicy{Policy: suanli.RestartOnFailure}})

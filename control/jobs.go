@@ -20,10 +20,7 @@ func restartAfterExit(in *suanli.Instance, code *int) bool {
 	if r.Policy != suanli.RestartAlways && !(r.Policy == suanli.RestartOnFailure && failed) {
 		return false
 	}
-	limit := r.MaxRestarts
-	if limit == 0 {
-		limit = suanli.DefaultMaxRestarts
-	}
+	limit := r.Limit()
 	why := "it failed"
 	if code != nil {
 		why = fmt.Sprintf("it exited with code %d", *code)

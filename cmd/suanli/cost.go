@@ -33,7 +33,7 @@ func (g *guardFlags) register(cmd *cobra.Command) {
 	f.StringArrayVar(&g.tags, "tag", nil, "a cost tag KEY=VALUE (repeatable), for budgets and reports")
 	f.StringVar(&g.project, "project", "", "the project this instance's cost belongs to")
 	f.StringVar(&g.restart, "restart", "", "managed job: restart the workload when it ends: on-failure (non-zero exit) or always")
-	f.IntVar(&g.maxRestarts, "max-restarts", 0, fmt.Sprintf("at most this many restarts after exits (default %d; host losses and preemptions do not count)", suanli.DefaultMaxRestarts))
+	f.IntVar(&g.maxRestarts, "max-restarts", suanli.DefaultMaxRestarts, "at most this many restarts after exits (0: none; host losses and preemptions do not count)")
 	f.StringVar(&g.recover, "recover", "", "elsewhere: when the host is lost or the job preempted, relaunch it on another matching offer")
 	f.StringVar(&g.maxPrice, "max-price", "", "the most compute may cost per instance-hour: bounds the offers --query picks and any relaunch elsewhere (relaunches default to 1.5 × the current rate)")
 	cmd.RegisterFlagCompletionFunc("restart", cobra.FixedCompletions([]string{"on-failure", "always", "never"}, cobra.ShellCompDirectiveNoFileComp))
@@ -41,7 +41,11 @@ func (g *guardFlags) register(cmd *cobra.Command) {
 }
 
 func (g *guardFlags) apply(c *suanli.InstanceCreate) error {
-	c.Restart = suanli.RestartPolicy{Policy: g.restart, MaxRestarts: g.maxRestarts, Recover: g.recover}
+	c.Restart = suanli.RestartPolicy{Policy: g.restart, Recover: g.recover}
+	if g.restart != "" {
+		n := g.maxRestarts
+		c.Restart.MaxRestarts = &n
+	}
 	if g.maxPrice != "" {
 		m, err := suanli.ParseMoney(g.maxPrice)
 		if err != nil || m <= 0 {

@@ -435,7 +435,7 @@ func newShowCmd(a *app) *cobra.Command {
 			if r := in.Restart; r.Policy != "" || r.Recover != "" {
 				desc := "restart " + orDefault(r.Policy, "never")
 				if r.Policy != "" && r.Policy != suanli.RestartNever {
-					desc += fmt.Sprintf(" (max %d)", orDefaultInt(r.MaxRestarts, suanli.DefaultMaxRestarts))
+					desc += fmt.Sprintf(" (max %d)", r.Limit())
 				}
 				if r.Recover != "" {
 					desc += "; recover " + r.Recover
@@ -628,13 +628,6 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
-}
-
-func orDefaultInt(n, def int) int {
-	if n == 0 {
-		return def
-	}
-	return n
 }
 
 func newTemplatesCmd(a *app) *cobra.Command {
