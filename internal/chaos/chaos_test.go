@@ -34,8 +34,9 @@ func startCluster(t *testing.T, opts chaos.Options) *chaos.Cluster {
 	return c
 }
 
-// TestHostFaults runs seven agents in containers against one control plane
+// TestHostFaults runs eight agents in containers against one control plane
 // and, at once: kills one host, freezes one, cuts one off past lost_after,
+// stops one's agent process alone (SIGSTOP: its watchdog must fence),
 // cuts one off past fence_after only, and gives one a link that drops 20% of
 // the packets each way (and delays them 100ms where the kernel has netem). It checks DESIGN §4's promises: losses detected
 // within lost_after + a lease tick (+1s); no compute billed after the last
@@ -45,7 +46,7 @@ func startCluster(t *testing.T, opts chaos.Options) *chaos.Cluster {
 // once per loss; no false loss under packet loss or a partition shorter
 // than lost_after.
 func TestHostFaults(t *testing.T) {
-	faults := []chaos.Fault{chaos.Kill, chaos.Freeze, chaos.Partition, chaos.ShortPartition}
+	faults := []chaos.Fault{chaos.Kill, chaos.Freeze, chaos.Partition, chaos.StopAgent, chaos.ShortPartition}
 	if err := chaos.LinkFaultsAvailable(); err != nil {
 		testreq.Missing(t, "iptables", err.Error())
 	}
