@@ -596,3 +596,66 @@ func offerSummary(r *suanli.OfferResult) string {
 	}
 	return b.String()
 }
+
+// TestUtilisationHint: a real-GPU instance whose GPUs averaged under 70%
+// for an hour gets a hint in show; a busy one does not; none before an hour.
+func TestUtilisationHint(t *testing.T) {
+	f := newFixture(t, suanli.Dollars(100), control.Config{})
+	lazy := f.create(t, suanli.InstanceCreate{GPUCount: 1, Guards: suanli.Guards{IdleStopMinutes: -1}})
+	busy := f.create(t, suanli.InstanceCreate{GPUCount: 1, Guards: suanli.Guards{IdleStopMinutes: -1}})
+	for i := 0; i <= 60; i++ {
+		f.report(t, suanli.InstanceReport{ID: lazy.ID, Status: suanli.StatusRunning, Telemetry: &suanli.Telemetry{CPUPercent: 50, GPUUtilPercent: 30}},
+			suanli.InstanceReport{ID: busy.ID, Status: suanli.StatusRunning, Telemetry: &suanli.Telemetry{CPUPercent: 50, GPUUtilPercent: 95}})
+		if i == 30 {
+			if h := f.status(t, lazy.ID).Hints; len(h) != 0 {
+				t.Errorf("hint after 30 minutes: %q, want none before an hour", h)
+			}
+		}
+		f.clk.Add(time.Minute)
+	}
+	if h := f.status(t, lazy.ID).Hints; len(h) != 1 || !strings.Contains(h[0], "averaged 30%") {
+		t.Errorf("hints of the instance at 30%% GPU for an hour: %q", h)
+	}
+	if h := f.status(t, busy.ID).Hints; len(h) != 0 {
+		t.Errorf("hints of the busy instance: %q, want none", h)
+	}
+}
+
+// TestDestroyAfterStopped: the opt-in guard destroys an instance (and its
+// disk, ending its storage charge) once it has been stopped for N days;
+// without it a stopped instance stays.
+func TestDestroyAfterStopped(t *testing.T) {
+	f := newFixture(t, suanli.Dollars(100), control.Config{})
+	optIn := f.create(t, suanli.InstanceCreate{GPUCount: 1, Guards: suanli.Guards{DestroyAfterStoppedDays: 2}})
+	kept := f.create(t, suanli.InstanceCreate{GPUCount: 1})
+	f.report(t, suanli.InstanceReport{ID: optIn.ID, Status: suanli.StatusRunning}, suanli.InstanceReport{ID: kept.ID, Status: suanli.StatusRunning})
+	for _, id := range []int64{optIn.ID, kept.ID} {
+		if _, err := f.svc.StopInstance(f.renter, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.report(t, suanli.InstanceReport{ID: optIn.ID, Status: suanli.StatusStopped}, suanli.InstanceReport{ID: kept.ID, Status: suanli.StatusStopped})
+	check := func(after time.Duration) {
+		t.Helper()
+		f.clk.Add(after)
+		f.report(t, suanli.InstanceReport{ID: optIn.ID, Status: suanli.StatusStopped}, suanli.InstanceReport{ID: kept.ID, Status: suanli.StatusStopped})
+		if err := f.svc.CheckGuards(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check(47 * time.Hour)
+	if s := f.status(t, optIn.ID).Status; s != suanli.StatusStopped {
+		t.Fatalf("after 47 hours stopped: %s, want still stopped", s)
+	}
+	check(2 * time.Hour)
+	got := f.status(t, optIn.ID)
+	if got.Status != suanli.StatusDestroyed || !strings.Contains(got.StatusMessage, "stopped for 2 days") {
+		t.Errorf("after 49 hours stopped: %s (%q), want destroyed by the guard", got.Status, got.StatusMessage)
+	}
+	if got.BurnRate != 0 {
+		t.Errorf("burn after the destroy: %s, want 0 (no more storage)", got.BurnRate)
+	}
+	if s := f.status(t, kept.ID).Status; s != suanli.StatusStopped {
+		t.Errorf("instance without the guard: %s, want stopped", s)
+	}
+}
