@@ -12,52 +12,56 @@ import "time"
 // GB, bandwidth in Mb/s, money in Money (micro-units) per hour unless named
 // otherwise.
 type Offer struct {
-	ID            int64      `json:"id"`
-	MachineID     int64      `json:"machine_id"`
-	HostID        int64      `json:"host_id"` // the provider's account
-	Hostname      string     `json:"hostname"`
-	GPUName       string     `json:"gpu_name"` // "" on CPU-only machines
-	NumGPUs       int        `json:"num_gpus"` // free now
-	TotalGPUs     int        `json:"total_gpus"`
-	GPURAM        float64    `json:"gpu_ram"`       // GB per GPU
-	GPUTotalRAM   float64    `json:"gpu_total_ram"` // GB over the offer's GPUs
-	ComputeCap    int        `json:"compute_cap"`   // 890 for 8.9
-	CUDAVersion   float64    `json:"cuda_vers"`
-	DriverVersion string     `json:"driver_version"`
-	GPUArch       string     `json:"gpu_arch"` // "nvidia", "amd", "" when none
-	CPUArch       string     `json:"cpu_arch"` // "amd64", "arm64"
-	CPUName       string     `json:"cpu_name"`
-	CPUCores      int        `json:"cpu_cores"` // allotted with the offer's GPUs (all free cores on CPU machines)
-	CPURAM        float64    `json:"cpu_ram"`   // GB allotted
-	DiskSpace     float64    `json:"disk_space"`
-	DiskBW        float64    `json:"disk_bw"` // MB/s
-	InetUp        float64    `json:"inet_up"`
-	InetDown      float64    `json:"inet_down"`
-	InetUpCost    Money      `json:"inet_up_cost"`   // per GB
-	InetDownCost  Money      `json:"inet_down_cost"` // per GB
-	GPUPrice      Money      `json:"gpu_price"`      // per GPU-hour
-	CPUPrice      Money      `json:"cpu_price"`      // per core-hour (CPU-only)
-	RAMPrice      Money      `json:"ram_price"`      // per GB-hour (CPU-only)
-	DPHBase       Money      `json:"dph_base"`       // compute per hour for the whole offer
-	DPHTotal      Money      `json:"dph_total"`      // dph_base + storage per hour for the searched storage size
-	StorageCost   Money      `json:"storage_cost"`   // per GB-month
-	MinBid        Money      `json:"min_bid"`        // per hour for the whole offer
-	Reliability   float64    `json:"reliability"`
-	Verified      bool       `json:"verified"`
-	Rentable      bool       `json:"rentable"`
-	Simulated     bool       `json:"simulated"`
-	Datacenter    bool       `json:"datacenter"`
-	Tier          string     `json:"tier"` // "datacenter", "verified", "community"
-	Geolocation   string     `json:"geolocation"`
-	Country       string     `json:"country"`
-	Region        string     `json:"region"`
-	DLPerf        float64    `json:"dlperf"`
-	DLPerfPerDPH  float64    `json:"dlperf_per_dphtotal"`
-	TotalFlops    float64    `json:"total_flops"` // TFLOPS
-	FlopsPerDPH   float64    `json:"flops_per_dphtotal"`
-	Duration      float64    `json:"duration"` // days until the listing's end date (a large number when open-ended)
-	EndDate       *time.Time `json:"end_date,omitempty"`
-	StaticIP      bool       `json:"static_ip"`
+	ID            int64   `json:"id"`
+	MachineID     int64   `json:"machine_id"`
+	HostID        int64   `json:"host_id"` // the provider's account
+	Hostname      string  `json:"hostname"`
+	GPUName       string  `json:"gpu_name"` // "" on CPU-only machines
+	NumGPUs       int     `json:"num_gpus"` // free now
+	TotalGPUs     int     `json:"total_gpus"`
+	GPURAM        float64 `json:"gpu_ram"`       // GB per GPU
+	GPUTotalRAM   float64 `json:"gpu_total_ram"` // GB over the offer's GPUs
+	ComputeCap    int     `json:"compute_cap"`   // 890 for 8.9
+	CUDAVersion   float64 `json:"cuda_vers"`
+	DriverVersion string  `json:"driver_version"`
+	GPUArch       string  `json:"gpu_arch"` // "nvidia", "amd", "" when none
+	CPUArch       string  `json:"cpu_arch"` // "amd64", "arm64"
+	CPUName       string  `json:"cpu_name"`
+	CPUCores      int     `json:"cpu_cores"` // allotted with the offer's GPUs (all free cores on CPU machines)
+	CPURAM        float64 `json:"cpu_ram"`   // GB allotted
+	DiskSpace     float64 `json:"disk_space"`
+	DiskBW        float64 `json:"disk_bw"` // MB/s
+	InetUp        float64 `json:"inet_up"`
+	InetDown      float64 `json:"inet_down"`
+	InetUpCost    Money   `json:"inet_up_cost"`   // per GB
+	InetDownCost  Money   `json:"inet_down_cost"` // per GB
+	GPUPrice      Money   `json:"gpu_price"`      // per GPU-hour
+	CPUPrice      Money   `json:"cpu_price"`      // per core-hour (CPU-only)
+	RAMPrice      Money   `json:"ram_price"`      // per GB-hour (CPU-only)
+	DPHBase       Money   `json:"dph_base"`       // compute per hour for the whole offer
+	DPHTotal      Money   `json:"dph_total"`      // dph_base + storage per hour for the searched storage size
+	StorageCost   Money   `json:"storage_cost"`   // per GB-month
+	MinBid        Money   `json:"min_bid"`        // per hour for the whole offer
+	Reliability   float64 `json:"reliability"`
+	Verified      bool    `json:"verified"`
+	Rentable      bool    `json:"rentable"`
+	Simulated     bool    `json:"simulated"`
+	Datacenter    bool    `json:"datacenter"`
+	Tier          string  `json:"tier"` // "datacenter", "verified", "community"
+	Geolocation   string  `json:"geolocation"`
+	Country       string  `json:"country"`
+	Region        string  `json:"region"`
+	DLPerf        float64 `json:"dlperf"`
+	DLPerfPerDPH  float64 `json:"dlperf_per_dphtotal"`
+	// Score is DLPerf weighted by the host's reliability, per dollar-hour
+	// of dph_total: what a search orders by unless told otherwise, so
+	// that a cheap host that loses its rentals does not come first.
+	Score       float64    `json:"score"`
+	TotalFlops  float64    `json:"total_flops"` // TFLOPS
+	FlopsPerDPH float64    `json:"flops_per_dphtotal"`
+	Duration    float64    `json:"duration"` // days until the listing's end date (a large number when open-ended)
+	EndDate     *time.Time `json:"end_date,omitempty"`
+	StaticIP    bool       `json:"static_ip"`
 	// EncryptedDisk: the host's agent encrypts instance disks and volumes
 	// with a key per instance held by the control plane, so that release is
 	// a crypto-erase (Hardware.DiskEncryption says how).

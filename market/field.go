@@ -169,6 +169,7 @@ var fields = []field{
 	{"region", kindString, "", func(o *suanli.Offer) any { return &o.Region }},
 	{"dlperf", kindFloat, "", func(o *suanli.Offer) any { return &o.DLPerf }},
 	{"dlperf_per_dphtotal", kindFloat, "", func(o *suanli.Offer) any { return &o.DLPerfPerDPH }},
+	{"score", kindFloat, "", func(o *suanli.Offer) any { return &o.Score }},
 	{"total_flops", kindFloat, "TFLOPS", func(o *suanli.Offer) any { return &o.TotalFlops }},
 	{"flops_per_dphtotal", kindFloat, "", func(o *suanli.Offer) any { return &o.FlopsPerDPH }},
 	{"duration", kindFloat, "days", func(o *suanli.Offer) any { return &o.Duration }},
@@ -223,6 +224,7 @@ var (
 	fDPHTotal  = mustField("dph_total")
 	fDLPerfPD  = mustField("dlperf_per_dphtotal")
 	fFlopsPD   = mustField("flops_per_dphtotal")
+	fScore     = mustField("score")
 	fID        = mustField("id")
 	fComputeCp = mustField("compute_cap")
 )

@@ -53,7 +53,7 @@ type state struct {
 
 // derived fields have no column: their values are computed per search.
 func isDerived(id fieldID) bool {
-	return id == fDPHTotal || id == fDLPerfPD || id == fFlopsPD
+	return id == fDPHTotal || id == fDLPerfPD || id == fFlopsPD || id == fScore
 }
 
 // Field IDs the derivations read.
@@ -61,6 +61,7 @@ var (
 	fDPHBase     = mustField("dph_base")
 	fStorageCost = mustField("storage_cost")
 	fDLPerf      = mustField("dlperf")
+	fReliability = mustField("reliability")
 	fTotalFlops  = mustField("total_flops")
 	fSimulated   = mustField("simulated")
 	fHostID      = mustField("host_id")
@@ -353,6 +354,7 @@ func (st *state) offer(slot uint32, s *search) *suanli.Offer {
 	o.DPHTotal = dphTotal(o.DPHBase, o.StorageCost, s.storage)
 	o.DLPerfPerDPH = perDollar(o.DLPerf, o.DPHTotal)
 	o.FlopsPerDPH = perDollar(o.TotalFlops, o.DPHTotal)
+	o.Score = score(o.DLPerf, o.Reliability, o.DPHTotal)
 	o.Rentable = s.viewer.rentable(o)
 	return o
 }
@@ -376,6 +378,8 @@ func (st *state) computeDerived(id fieldID, slot uint32, storage int64) uint64 {
 		return intKey(int64(dph))
 	case fDLPerfPD:
 		return floatKey(fv(perDollar(keyFloat(st.cols[fDLPerf].key(slot)), dph)).f)
+	case fScore:
+		return floatKey(fv(perDollar(keyFloat(st.cols[fDLPerf].key(slot))*keyFloat(st.cols[fReliability].key(slot)), dph)).f)
 	default:
 		return floatKey(fv(perDollar(keyFloat(st.cols[fTotalFlops].key(slot)), dph)).f)
 	}
@@ -410,6 +414,8 @@ func (st *state) offers(slots []uint32, s *search) []*suanli.Offer {
 		o.DPHTotal = dphTotal(o.DPHBase, o.StorageCost, s.storage)
 		o.DLPerfPerDPH = perDollar(o.DLPerf, o.DPHTotal)
 		o.FlopsPerDPH = perDollar(o.TotalFlops, o.DPHTotal)
+		o.Score = score(o.DLPerf, o.Reliability, o.DPHTotal)
+		o.Score = score(o.DLPerf, o.Reliability, o.DPHTotal)
 		o.Rentable = s.viewer.rentable(o)
 		out[j] = o
 	}

@@ -249,7 +249,7 @@ func TestIndexMatchesScanAndRebuild(t *testing.T) {
 		for id, o := range offers {
 			got, ok := x.Get(id)
 			want := *o
-			want.DPHTotal, want.DLPerfPerDPH, want.FlopsPerDPH = got.DPHTotal, got.DLPerfPerDPH, got.FlopsPerDPH
+			want.DPHTotal, want.DLPerfPerDPH, want.FlopsPerDPH, want.Score = got.DPHTotal, got.DLPerfPerDPH, got.FlopsPerDPH, got.Score
 			if !ok || !sameResult(&suanli.OfferResult{Offers: []*suanli.Offer{&want}}, &suanli.OfferResult{Offers: []*suanli.Offer{got}}) {
 				t.Fatalf("%s: Get(%d) = %+v, want %+v", label, id, got, &want)
 			}

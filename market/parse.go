@@ -15,9 +15,10 @@ import (
 const DefaultQuery = "rentable=true"
 
 // DefaultOrder is the order of a search that names none: the most deep-learning
-// performance per dollar-hour first (dph_total at the searched storage size),
-// ties by id ascending as in every order.
-const DefaultOrder = "dlperf_per_dphtotal-"
+// performance per dollar-hour, weighted by the host's reliability, first
+// (dph_total at the searched storage size; see suanli.Offer.Score), ties by
+// id ascending as in every order.
+const DefaultOrder = "score-"
 
 // Op is a comparison operator of the query language.
 type Op string

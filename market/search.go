@@ -103,6 +103,11 @@ func perDollar(x float64, dph suanli.Money) float64 {
 	return x / (float64(dph) / 1e6)
 }
 
+// score is dlperf weighted by reliability per dollar-hour (Offer.Score).
+func score(dlperf, reliability float64, dph suanli.Money) float64 {
+	return perDollar(dlperf*reliability, dph)
+}
+
 // valueOf reads field id of o as this search sees it: derived fields
 // (dph_total and the per-dollar ratios at the searched storage, the
 // viewer's rentable) are computed, not read.
@@ -114,6 +119,8 @@ func (s *search) valueOf(o *suanli.Offer, id fieldID) val {
 		return fv(perDollar(o.DLPerf, dphTotal(o.DPHBase, o.StorageCost, s.storage)))
 	case fFlopsPD:
 		return fv(perDollar(o.TotalFlops, dphTotal(o.DPHBase, o.StorageCost, s.storage)))
+	case fScore:
+		return fv(score(o.DLPerf, o.Reliability, dphTotal(o.DPHBase, o.StorageCost, s.storage)))
 	case fRentable:
 		return bv(s.viewer.rentable(o))
 	}
@@ -126,6 +133,7 @@ func (s *search) derive(o *suanli.Offer) *suanli.Offer {
 	d.DPHTotal = dphTotal(o.DPHBase, o.StorageCost, s.storage)
 	d.DLPerfPerDPH = perDollar(o.DLPerf, d.DPHTotal)
 	d.FlopsPerDPH = perDollar(o.TotalFlops, d.DPHTotal)
+	d.Score = score(o.DLPerf, o.Reliability, d.DPHTotal)
 	d.Rentable = s.viewer.rentable(o)
 	if o.EndDate != nil {
 		t := *o.EndDate

@@ -173,6 +173,9 @@ func TestSearchStorage(t *testing.T) {
 		if want := 40 / (float64(tt.want) / 1e6); o.DLPerfPerDPH != want {
 			t.Errorf("StorageGB %v: dlperf_per_dphtotal = %v, want %v", tt.gb, o.DLPerfPerDPH, want)
 		}
+		if want := 40 * 0.99 / (float64(tt.want) / 1e6); o.Score != want {
+			t.Errorf("StorageGB %v: score = %v, want dlperf × reliability per dollar %v", tt.gb, o.Score, want)
+		}
 	}
 	// The filter sees the same dph_total: at 1000 GB offer 1 costs exactly $0.50.
 	r, err := searchBoth(t, all, suanli.OfferQuery{Query: "dph<=0.5 gpu_name=RTX_4090 num_gpus=1", StorageGB: 1000, Order: "id"}, market.Viewer{})
@@ -232,7 +235,10 @@ func TestSearchOrder(t *testing.T) {
 		{"num_gpus,reliability", []int64{7, 6, 1, 8, 2, 3}},
 		{"verified-,id-", []int64{8, 7, 3, 2, 1, 6}},
 		{"country", []int64{1, 2, 7, 8, 6, 3}}, // ties by id
-		{"", []int64{6, 1, 8, 2, 3, 7}},        // DefaultOrder: dlperf per dollar, most first
+		{"dlperf_per_dphtotal-", []int64{6, 1, 8, 2, 3, 7}},
+		// DefaultOrder: score, most first — the cheap host 6 (reliability
+		// 0.6) has the most dlperf per dollar but falls behind 1 and 8.
+		{"", []int64{1, 8, 6, 2, 3, 7}},
 		{"end_date-", []int64{1, 2, 6, 7, 8, 3}},
 	}
 	for _, tt := range tests {

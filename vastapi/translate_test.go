@@ -43,7 +43,7 @@ func TestTranslateSearch(t *testing.T) {
 		{`{"rented": {"eq": true}}`, nothing, ``},
 		{`{"external": {"neq": false}}`, nothing, ``},
 		{`{"region": {"eq": "eu-west"}, "green": {"eq": true}}`, `green=true region="eu-west"`, ``},
-		{`{"order": [["dph_total", "asc"], ["score", "desc"]]}`, ``, `dph_total,dlperf_per_dphtotal-`},
+		{`{"order": [["dph_total", "asc"], ["score", "desc"]]}`, ``, `dph_total,score-`},
 		{`{"order": [["num_gpus-"]]}`, ``, `num_gpus-`},
 		{`{"type": "bid", "dph_total": {"lt": "0.5"}, "order": [["dph", "asc"]]}`, `min_bid<0.50`, `min_bid`},
 		{`{"q": {"num_gpus": {"eq": 1}}, "limit": 5}`, `num_gpus=1`, ``},

@@ -44,7 +44,9 @@ Remove one with field=any (e.g. rentable=any).
 
 Fields: ` + strings.Join(market.Fields(), " ") + `
 
-Order with -o 'dph,reliability-' (a trailing - sorts descending).`,
+Order with -o 'dph,reliability-' (a trailing - sorts descending). The
+default order is ` + market.DefaultOrder + `: score is dlperf weighted by the host's
+reliability, per dollar-hour, so a cheap host that loses rentals sinks.`,
 		Example: `  suanli search
   suanli search 'gpu_name=RTX_4090 num_gpus>=2 dph<1.5' -o dph
   suanli search gpu_ram'>='24 reliability'>'0.95 -o dlperf_per_dphtotal-
