@@ -6,6 +6,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/suanli/suanli/internal/procio"
 )
 
 // clockTicks is USER_HZ, the unit of the times in /proc/<pid>/stat. It is
@@ -80,54 +82,12 @@ func alive(pid int, startTicks uint64, bootID, currentBootID string) bool {
 	return s.state != 'Z' && s.state != 'X' && s.state != 'x'
 }
 
-// readIO returns the bytes the process (all its threads, and the children
-// it has reaped) made the kernel read from and write to storage, from
-// /proc/<pid>/io: read_bytes counts block reads (page-cache hits do not
-// count), write_bytes pages dirtied for writeback (counted when written to
-// the page cache, before they reach the disk). Reading another user's
-// process needs ptrace rights, which the agent has over its own children.
-func readIO(pid int) (read, write int64, err error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/io")
-	if err != nil {
-		return 0, 0, err
-	}
-	return parseIO(b)
-}
-
-// parseIO parses the contents of /proc/<pid>/io.
-func parseIO(b []byte) (read, write int64, err error) {
-	var seen int
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		var dst *int64
-		switch k {
-		case "read_bytes":
-			dst = &read
-		case "write_bytes":
-			dst = &write
-		default:
-			continue
-		}
-		if *dst, err = strconv.ParseInt(strings.TrimSpace(v), 10, 64); err != nil {
-			return 0, 0, fmt.Errorf("malformed /proc io line %q: %w", line, err)
-		}
-		seen++
-	}
-	if seen != 2 {
-		return 0, 0, fmt.Errorf("malformed /proc io %q: no read_bytes or write_bytes", b)
-	}
-	return read, write, nil
-}
-
 // groupUsage is the summed CPU time, resident memory and storage I/O of the
 // live processes in one process group.
 type groupUsage struct {
 	cpuTicks   uint64
 	rssBytes   int64
-	readBytes  int64 // see readIO
+	readBytes  int64 // see procio.Counters
 	writeBytes int64
 }
 
@@ -155,9 +115,9 @@ func scanGroups(pgids map[int]bool) map[int]groupUsage {
 		u := out[s.pgrp]
 		u.cpuTicks += s.cpuTicks
 		u.rssBytes += s.rssPages * page
-		if rd, wr, err := readIO(pid); err == nil {
-			u.readBytes += rd
-			u.writeBytes += wr
+		if c, err := procio.Read(pid); err == nil {
+			u.readBytes += c.ReadBytes
+			u.writeBytes += c.WriteBytes
 		}
 		out[s.pgrp] = u
 	}
