@@ -69,12 +69,33 @@ type InstanceReport struct {
 	Ports     map[int]int `json:"ports,omitempty"` // container port → host port
 }
 
-// Telemetry is one instance's resource use, sampled by the agent.
+// Telemetry is one instance's resource use, sampled by the agent and sent
+// with each sync. The control plane keeps the latest sample per running
+// instance and shows it on the instance (suanli show, suanli top).
+//
+// The byte counters are cumulative over the instance's current run: they
+// start at zero when the workload (container or process group) starts and
+// only grow while it runs; a stop/start or restart starts them again from
+// zero. Rates are for the reader to compute between two samples (suanli
+// top does), treating a decrease as a new run. A zero counter means nothing
+// counted or not known: the process runtime cannot count network bytes per
+// instance (Linux keeps them per network namespace, and its instances share
+// the host's), and some hosts report no block I/O per container.
+//
+// GPU fields are filled only for real GPUs: utilisation is the mean and
+// memory the sum over the instance's GPUs; temperature is the hottest of
+// them and power their summed draw, zero when the driver reports none.
 type Telemetry struct {
-	CPUPercent     float64 `json:"cpu_percent"`
-	MemoryMB       int64   `json:"memory_mb"`
+	CPUPercent     float64 `json:"cpu_percent"` // 100 = one core
+	MemoryMB       int64   `json:"memory_mb"`   // resident, without page cache
+	DiskReadBytes  int64   `json:"disk_read_bytes,omitempty"`
+	DiskWriteBytes int64   `json:"disk_write_bytes,omitempty"`
+	NetRxBytes     int64   `json:"net_rx_bytes,omitempty"`
+	NetTxBytes     int64   `json:"net_tx_bytes,omitempty"`
 	GPUUtilPercent float64 `json:"gpu_util_percent"`
 	GPUMemoryMB    int64   `json:"gpu_memory_mb"`
+	GPUTempC       int     `json:"gpu_temp_c,omitempty"`
+	GPUPowerW      float64 `json:"gpu_power_w,omitempty"`
 }
 
 // UsageReport carries an instance's cumulative traffic counters. Seq is the

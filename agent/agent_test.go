@@ -9,6 +9,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
 	"github.com/suanli/suanli"
 	"github.com/suanli/suanli/agent"
 )
@@ -387,7 +390,11 @@ func TestAgentSendsUsage(t *testing.T) {
 	})
 }
 
+// TestAgentGPUTelemetry feeds the agent the recorded nvidia-smi samples of
+// four H100s: an instance on GPUs 1 and 2 reports their mean utilisation,
+// summed memory, the hotter one's temperature and their summed power.
 func TestAgentGPUTelemetry(t *testing.T) {
+	csv := readTestdata(t, "samples-h100-4.csv")
 	synctest.Test(t, func(t *testing.T) {
 		srv, rt := newTestServer(t, 10*time.Second), newTestRuntime(t)
 		spec := running(1)
@@ -395,19 +402,14 @@ func TestAgentGPUTelemetry(t *testing.T) {
 		sim := running(2)
 		sim.GPUIndexes, sim.Simulated = []int{0}, true
 		srv.set(spec, sim)
-		sampler := func(ctx context.Context) ([]agent.GPUSample, error) {
-			return []agent.GPUSample{
-				{Index: 0, UtilPercent: 100, MemoryUsedMB: 9},
-				{Index: 1, UtilPercent: 90, MemoryUsedMB: 1000},
-				{Index: 2, UtilPercent: 50, MemoryUsedMB: 500},
-			}, nil
-		}
+		sampler := func(ctx context.Context) ([]agent.GPUSample, error) { return agent.ParseGPUSamples(csv) }
 		stop := startAgent(t, srv, rt, func(c *agent.Config) { c.GPUSampler = sampler })
 		defer stop()
 		time.Sleep(15 * time.Second)
 		r, _ := srv.report(1)
-		if r.Telemetry == nil || r.Telemetry.GPUUtilPercent != 70 || r.Telemetry.GPUMemoryMB != 1500 {
-			t.Errorf("instance 1 telemetry = %+v, want 70%% and 1500 MiB over GPUs 1 and 2", r.Telemetry)
+		want := suanli.Telemetry{GPUUtilPercent: 48.5, GPUMemoryMB: 71234, GPUTempC: 69, GPUPowerW: 721.05}
+		if r.Telemetry == nil || !cmp.Equal(*r.Telemetry, want, cmpopts.EquateApprox(0, 1e-9)) {
+			t.Errorf("instance 1 telemetry = %+v, want %+v over GPUs 1 and 2", r.Telemetry, want)
 		}
 		if r, _ := srv.report(2); r.Telemetry != nil {
 			t.Errorf("simulated instance telemetry = %+v, want none", r.Telemetry)

@@ -302,7 +302,9 @@ func (a *Agent) reports(ctx context.Context) []suanli.InstanceReport {
 }
 
 // addGPUTelemetry fills the GPU fields of running instances' telemetry from
-// a GPU sample at most gpuSampleEvery old.
+// a GPU sample at most gpuSampleEvery old: utilisation is the mean and
+// memory the sum over the instance's GPUs, temperature the hottest of them,
+// power their summed draw.
 func (a *Agent) addGPUTelemetry(ctx context.Context, reports []suanli.InstanceReport, gpus map[int64][]int) {
 	if a.cfg.GPUSampler == nil || len(gpus) == 0 {
 		return
@@ -329,6 +331,8 @@ func (a *Agent) addGPUTelemetry(ctx context.Context, reports []suanli.InstanceRe
 			if slices.Contains(idx, s.Index) {
 				util += s.UtilPercent
 				t.GPUMemoryMB += s.MemoryUsedMB
+				t.GPUTempC = max(t.GPUTempC, s.TemperatureC)
+				t.GPUPowerW += s.PowerW
 				n++
 			}
 		}

@@ -129,6 +129,23 @@ func (f *fixture) status(t *testing.T, id int64) *suanli.Instance {
 	return in
 }
 
+// TestTelemetryShown: every field of the agent's latest telemetry reaches
+// the instance as the API returns it, and none is left once it stops.
+func TestTelemetryShown(t *testing.T) {
+	f := newFixture(t, suanli.Dollars(100), control.Config{})
+	in := f.create(t, suanli.InstanceCreate{})
+	tm := suanli.Telemetry{CPUPercent: 150, MemoryMB: 512, DiskReadBytes: 1 << 30, DiskWriteBytes: 4 << 20,
+		NetRxBytes: 7000, NetTxBytes: 3_000_000, GPUUtilPercent: 48.5, GPUMemoryMB: 71234, GPUTempC: 69, GPUPowerW: 721.05}
+	f.report(t, suanli.InstanceReport{ID: in.ID, Status: suanli.StatusRunning, Telemetry: &tm})
+	if got := f.status(t, in.ID).Telemetry; got == nil || *got != tm {
+		t.Errorf("telemetry = %+v, want %+v", got, tm)
+	}
+	f.report(t, suanli.InstanceReport{ID: in.ID, Status: suanli.StatusStopped})
+	if got := f.status(t, in.ID).Telemetry; got != nil {
+		t.Errorf("telemetry of a stopped instance = %+v, want none", got)
+	}
+}
+
 func TestIdleAutoStop(t *testing.T) {
 	f := newFixture(t, suanli.Dollars(100), control.Config{})
 	busy := f.create(t, suanli.InstanceCreate{})

@@ -117,8 +117,12 @@
 // (a one-shot stats request to Docker 20.10 takes a second). Usage: bytes
 // sent and received by the container's interfaces, summed across its runs
 // in DataDir; the last second of traffic before a stop may be missed.
-// Telemetry in Status: CPU % (100 = one core) and memory in use without page
-// cache. Disk read/write and GPU telemetry are not collected here.
+// Telemetry in Status: CPU % (100 = one core), memory in use without page
+// cache, and the current run's block I/O bytes (read and written, from the
+// container's cgroup; where the daemon reports none, from /proc/<pid>/io of
+// its processes, see stats.go) and network bytes (received and sent by its
+// interfaces). GPU telemetry is the agent's (nvidia-smi), not collected
+// here.
 //
 // # Optional interfaces
 //

@@ -150,12 +150,34 @@ func TestRun(t *testing.T) {
 		t.Errorf("usage = %+v, want received bytes counted", after[1])
 	}
 
-	// Telemetry, from the sampled stats.
+	// Telemetry, from the sampled stats: the 3 MB served count as sent
+	// bytes, and 4 MB the workload writes (to its volume, and syncs) as
+	// written bytes.
+	const written = 4 << 20
+	if got := httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/write?n=%d", hp, written)); got != fmt.Sprintf("wrote %d", written) {
+		t.Fatalf("GET /write = %q", got)
+	}
 	waitFor(t, 5*time.Second, func() (bool, string) {
 		rep = report(t, r, 1)
-		return rep.Telemetry != nil && rep.Telemetry.MemoryMB >= 0 && rep.Telemetry.MemoryMB < 128 && rep.Telemetry.CPUPercent >= 0,
-			fmt.Sprintf("telemetry = %+v, want a sample within the limits", rep.Telemetry)
+		tm := rep.Telemetry
+		return tm != nil && tm.MemoryMB >= 0 && tm.MemoryMB < 128 && tm.CPUPercent >= 0 &&
+				tm.NetTxBytes >= blob && tm.NetRxBytes > 0 && tm.DiskWriteBytes >= written,
+			fmt.Sprintf("telemetry = %+v, want a sample within the limits, %d bytes sent and %d written", tm, blob, written)
 	})
+	if tm := rep.Telemetry; tm.NetTxBytes > 2*blob || tm.DiskWriteBytes > 4*written {
+		t.Errorf("telemetry = %+v, want about %d bytes sent and %d written", tm, blob, written)
+	}
+	// The daemon here may report block I/O itself; the fallback, summing
+	// /proc/<pid>/io over the container's cgroup, sees the write too.
+	if os.Geteuid() == 0 {
+		_, wr, found := docker.ProcDiskBytes(ins.Container.State.Pid, ins.Container.ID)
+		if !found || wr < written {
+			t.Errorf("ProcDiskBytes(init pid %d) = %d written, cgroup found %v; want at least %d", ins.Container.State.Pid, wr, found, written)
+		}
+		if _, _, found := docker.ProcDiskBytes(ins.Container.State.Pid, "not-this-container"); found {
+			t.Errorf("ProcDiskBytes found a cgroup for a container id its path does not name")
+		}
+	}
 
 	// Ensure is idempotent.
 	MustEnsure(t, r, spec)

@@ -8,7 +8,17 @@ var (
 	RequestedPorts = requestedPorts
 	FormatBytes    = formatBytes
 	NormalizeArch  = normalizeArch
+	TelemetryOf    = telemetryOf
 )
+
+// ProcDiskBytes is the block I/O fallback's reading of the container cid
+// whose init process is pid: the bytes its processes read and wrote, and
+// whether its cgroup was found.
+func ProcDiskBytes(pid int, cid string) (read, write int64, found bool) {
+	procs := cgroupProcs(pid, cid)
+	read, write = procDiskBytes(procs)
+	return read, write, procs != ""
+}
 
 // PullMessage folds pull progress messages and returns the Status message.
 func PullMessage(msgs []jsonstream.Message) string {

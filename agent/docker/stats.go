@@ -5,11 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
 	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/internal/procio"
 )
 
 // Stats: each running container's stats are streamed (one sample a second,
@@ -44,6 +50,8 @@ func (r *Runtime) statsOnce(ctx context.Context, id int64, cid string) error {
 	defer res.Body.Close()
 	defer r.foldLive(id)
 	dec := json.NewDecoder(res.Body)
+	var prev suanli.Telemetry
+	var procs *string // the container's cgroup.procs, once looked for
 	for {
 		var s container.StatsResponse
 		if err := dec.Decode(&s); err != nil {
@@ -60,6 +68,20 @@ func (r *Runtime) statsOnce(ctx context.Context, id int64, cid string) error {
 			ls.tx += n.TxBytes
 			ls.rx += n.RxBytes
 		}
+		if len(s.BlkioStats.IoServiceBytesRecursive) == 0 {
+			if procs == nil {
+				p := cgroupProcs(ins.Container.State.Pid, ins.Container.ID)
+				procs = &p
+			}
+			t := &ls.telemetry
+			t.DiskReadBytes, t.DiskWriteBytes = procDiskBytes(*procs)
+			// Processes that end without being reaped in the container
+			// (docker exec) take their counts with them; a run's counters
+			// only grow.
+			t.DiskReadBytes = max(t.DiskReadBytes, prev.DiskReadBytes)
+			t.DiskWriteBytes = max(t.DiskWriteBytes, prev.DiskWriteBytes)
+		}
+		prev = ls.telemetry
 		r.mu.Lock()
 		r.live[id] = ls
 		r.mu.Unlock()
@@ -67,9 +89,24 @@ func (r *Runtime) statsOnce(ctx context.Context, id int64, cid string) error {
 }
 
 // telemetryOf turns a stats sample (with its previous sample) into
-// telemetry: CPU % where 100 is one core, memory without page cache.
+// telemetry: CPU % where 100 is one core, memory without page cache, block
+// I/O bytes of the container's cgroup (cgroup v1 "Read"/"Write", v2
+// "read"/"write", summed over devices) and its interfaces' bytes, all
+// counted since the container started.
 func telemetryOf(s *container.StatsResponse) suanli.Telemetry {
 	var t suanli.Telemetry
+	for _, e := range s.BlkioStats.IoServiceBytesRecursive {
+		switch {
+		case strings.EqualFold(e.Op, "read"):
+			t.DiskReadBytes += int64(e.Value)
+		case strings.EqualFold(e.Op, "write"):
+			t.DiskWriteBytes += int64(e.Value)
+		}
+	}
+	for _, n := range s.Networks {
+		t.NetRxBytes += int64(n.RxBytes)
+		t.NetTxBytes += int64(n.TxBytes)
+	}
 	cpus := s.CPUStats.OnlineCPUs
 	if cpus == 0 {
 		cpus = uint32(len(s.CPUStats.CPUUsage.PercpuUsage))
@@ -88,6 +125,76 @@ func telemetryOf(s *container.StatsResponse) suanli.Telemetry {
 	}
 	t.MemoryMB = int64(mem >> 20)
 	return t
+}
+
+// Block I/O fallback. The daemon reads a container's block I/O from its
+// cgroup; on cgroup v1 with Linux 6.10 and later the kernel counts it only
+// for cgroups under a throttle rule, so the daemon sends an empty list (and
+// with fuse-overlayfs the writes to the root filesystem are the FUSE
+// daemon's, in no container's cgroup). Then the runtime sums /proc/<pid>/io
+// over the container's processes, as the process runtime does for its
+// process groups: that needs the agent in the host's PID namespace with
+// ptrace rights over the containers (root), and the processes' cgroup path
+// to name the container; otherwise the disk bytes stay zero. Page-cache
+// writes count when dirtied; a docker exec process's I/O counts only while
+// it lives (its parent, the shim, is outside the container).
+
+// cgroupProcs returns the cgroup.procs file of the cgroup of process pid,
+// or "" when pid's cgroup path does not name container cid (the agent is
+// not in the daemon's PID and cgroup namespaces) or the file cannot be
+// read.
+func cgroupProcs(pid int, cid string) string {
+	if pid <= 0 || cid == "" {
+		return ""
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.SplitN(line, ":", 3) // hierarchy-ID:controllers:path
+		if len(f) != 3 || !strings.Contains(f[2], cid) {
+			continue
+		}
+		var dirs []string
+		if f[1] == "" { // cgroup v2, or v1's unified hierarchy
+			dirs = []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"}
+		} else {
+			for _, c := range strings.Split(f[1], ",") {
+				dirs = append(dirs, filepath.Join("/sys/fs/cgroup", strings.TrimPrefix(c, "name=")))
+			}
+		}
+		for _, d := range dirs {
+			p := filepath.Join(d, f[2], "cgroup.procs")
+			if procs, err := os.ReadFile(p); err == nil && slices.Contains(strings.Fields(string(procs)), strconv.Itoa(pid)) {
+				return p
+			}
+		}
+	}
+	return ""
+}
+
+// procDiskBytes sums the storage I/O counters of the processes listed in
+// the cgroup.procs file procs; zero when there is none.
+func procDiskBytes(procs string) (read, write int64) {
+	if procs == "" {
+		return 0, 0
+	}
+	b, err := os.ReadFile(procs)
+	if err != nil {
+		return 0, 0
+	}
+	for _, f := range strings.Fields(string(b)) {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			continue
+		}
+		if c, err := procio.Read(pid); err == nil {
+			read += c.ReadBytes
+			write += c.WriteBytes
+		}
+	}
+	return read, write
 }
 
 // foldLive folds the instance's latest sample into its state file.

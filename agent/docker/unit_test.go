@@ -101,3 +101,31 @@ func TestNormalizeArch(t *testing.T) {
 		}
 	}
 }
+
+func TestTelemetryOf(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		ops  []container.BlkioStatEntry
+		want suanli.Telemetry
+	}{
+		{"cgroup v1", []container.BlkioStatEntry{
+			{Major: 254, Op: "Read", Value: 4096}, {Major: 254, Op: "Write", Value: 1 << 20},
+			{Major: 254, Op: "Sync", Value: 1 << 20}, {Major: 254, Op: "Total", Value: 1<<20 + 4096},
+			{Major: 8, Op: "Write", Value: 10},
+		}, suanli.Telemetry{DiskReadBytes: 4096, DiskWriteBytes: 1<<20 + 10, NetRxBytes: 300, NetTxBytes: 5000}},
+		{"cgroup v2", []container.BlkioStatEntry{
+			{Major: 254, Op: "read", Value: 7}, {Major: 254, Op: "write", Value: 9},
+		}, suanli.Telemetry{DiskReadBytes: 7, DiskWriteBytes: 9, NetRxBytes: 300, NetTxBytes: 5000}},
+		{"none reported", nil, suanli.Telemetry{NetRxBytes: 300, NetTxBytes: 5000}},
+	} {
+		s := &container.StatsResponse{
+			BlkioStats: container.BlkioStats{IoServiceBytesRecursive: tt.ops},
+			Networks: map[string]container.NetworkStats{
+				"eth0": {RxBytes: 100, TxBytes: 4000}, "eth1": {RxBytes: 200, TxBytes: 1000},
+			},
+		}
+		if got := docker.TelemetryOf(s); got != tt.want {
+			t.Errorf("%s: TelemetryOf = %+v, want %+v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/suanli/suanli/internal/procio"
 )
 
 // clockTicks is USER_HZ, the unit of the times in /proc/<pid>/stat. It is
@@ -80,11 +82,13 @@ func alive(pid int, startTicks uint64, bootID, currentBootID string) bool {
 	return s.state != 'Z' && s.state != 'X' && s.state != 'x'
 }
 
-// groupUsage is the summed CPU time and resident memory of the live
-// processes in one process group.
+// groupUsage is the summed CPU time, resident memory and storage I/O of the
+// live processes in one process group.
 type groupUsage struct {
-	cpuTicks uint64
-	rssBytes int64
+	cpuTicks   uint64
+	rssBytes   int64
+	readBytes  int64 // see procio.Counters
+	writeBytes int64
 }
 
 // scanGroups reads /proc once and sums usage for each of the given process
@@ -111,6 +115,10 @@ func scanGroups(pgids map[int]bool) map[int]groupUsage {
 		u := out[s.pgrp]
 		u.cpuTicks += s.cpuTicks
 		u.rssBytes += s.rssPages * page
+		if c, err := procio.Read(pid); err == nil {
+			u.readBytes += c.ReadBytes
+			u.writeBytes += c.WriteBytes
+		}
 		out[s.pgrp] = u
 	}
 	return out

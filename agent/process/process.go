@@ -204,8 +204,11 @@ func (r *Runtime) Release(ctx context.Context, id int64) (suanli.Release, error)
 // Status reports every instance under the runtime's directory, by id. A
 // process started by an earlier agent run is reported running while it
 // lives; once gone it is stopped (if a stop was asked) or exited with no
-// exit code. Running instances carry CPU and memory telemetry for their
-// whole process group (100% CPU is one core).
+// exit code. Running instances carry CPU, memory and storage I/O telemetry
+// for their whole process group (100% CPU is one core; disk bytes from
+// /proc/<pid>/io, counted over the current run). Network bytes are left
+// zero: Linux counts them per network namespace, and this runtime's
+// instances share the host's.
 func (r *Runtime) Status(ctx context.Context) ([]suanli.InstanceReport, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -561,7 +564,15 @@ func (inst *instance) sampleLocked(u groupUsage, now time.Time) {
 	case inst.st.StartedAt != nil && now.After(*inst.st.StartedAt):
 		cpu = float64(u.cpuTicks) / clockTicks / now.Sub(*inst.st.StartedAt).Seconds() * 100
 	}
-	inst.tele = &suanli.Telemetry{CPUPercent: cpu, MemoryMB: u.rssBytes >> 20}
+	t := &suanli.Telemetry{CPUPercent: cpu, MemoryMB: u.rssBytes >> 20, DiskReadBytes: u.readBytes, DiskWriteBytes: u.writeBytes}
+	if p := inst.tele; p != nil {
+		// The group's sum drops when a member exits without being reaped
+		// inside the group (its parent was outside, or it is a zombie for
+		// now); the counters of a run only grow.
+		t.DiskReadBytes = max(t.DiskReadBytes, p.DiskReadBytes)
+		t.DiskWriteBytes = max(t.DiskWriteBytes, p.DiskWriteBytes)
+	}
+	inst.tele = t
 	inst.teleAt, inst.teleCPU, inst.teleSeen = now, u.cpuTicks, true
 }
 

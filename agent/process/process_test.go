@@ -169,6 +169,42 @@ func TestRunEnvAndLog(t *testing.T) {
 	}
 }
 
+// TestDiskTelemetry: bytes the instance's process group writes and reads
+// (here by children the shell has reaped) show in its telemetry, from
+// /proc/<pid>/io; network bytes stay unknown.
+func TestDiskTelemetry(t *testing.T) {
+	if _, err := os.ReadFile("/proc/self/io"); err != nil {
+		t.Skipf("skipping: no per-process I/O accounting in this kernel: %v", err)
+	}
+	r, dir := newRuntime(t)
+	var sfs syscall.Statfs_t
+	if err := syscall.Statfs(dir, &sfs); err == nil && sfs.Type == 0x01021994 { // TMPFS_MAGIC
+		t.Skipf("skipping: %s is on tmpfs, whose writes never reach a disk and are not counted", dir)
+	}
+	const size = 4 << 20
+	script := `dd if=/dev/zero of=blob bs=65536 count=64 conv=fsync 2>/dev/null &&
+dd if=blob of=/dev/null bs=65536 iflag=direct 2>/dev/null && echo done; exec sleep 60`
+	if err := r.Ensure(t.Context(), shSpec(1, script)); err != nil {
+		t.Fatalf("Ensure: %v", err)
+	}
+	waitLog(t, r, 1, "done")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		rep := report(t, r, 1)
+		tm := rep.Telemetry
+		if tm != nil && tm.DiskWriteBytes >= size && tm.DiskReadBytes >= size {
+			if tm.DiskWriteBytes > 4*size || tm.NetRxBytes != 0 || tm.NetTxBytes != 0 {
+				t.Errorf("telemetry = %+v, want about %d bytes written and no network bytes", tm, size)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("telemetry = %+v after writing and reading %d bytes, want them counted", tm, size)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func TestSimulatedGPUsHidden(t *testing.T) {
 	r, _ := newRuntime(t)
 	spec := shSpec(1, `echo "cuda=[${CUDA_VISIBLE_DEVICES-unset}] gpus=$SUANLI_GPU_INDEXES"`)

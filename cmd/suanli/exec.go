@@ -57,31 +57,45 @@ use suanli ssh.`,
 }
 
 func newTopCmd(a *app) *cobra.Command {
-	var once bool
+	var once, jsonOut bool
 	var every time.Duration
 	cmd := &cobra.Command{
 		Use:   "top ID",
-		Short: "Watch an instance's CPU, memory and GPU use and its cost, refreshed",
-		Args:  cobra.ExactArgs(1),
+		Short: "Watch an instance's CPU, memory, disk, network and GPU use and its cost, refreshed",
+		Long: `Watch an instance's resource use and cost, refreshed every --every.
+CPU (100% is one core), memory, disk bytes read and written, network bytes
+in and out, and for real GPUs their utilisation, memory, temperature (the
+hottest) and power (summed). Byte counters count from the instance's last
+start; the rates after them are computed between the agent's samples.
+--json prints the instance, telemetry included, once.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseID("instance", args[0])
 			if err != nil {
 				return err
 			}
 			c := a.client()
+			var samples telemetrySampler
 			for {
 				in, err := c.FindInstanceByID(cmd.Context(), id)
 				if err != nil {
 					return err
 				}
+				if jsonOut {
+					return a.printJSON(cmd, in)
+				}
 				out := cmd.OutOrStdout()
 				if !once {
 					fmt.Fprint(out, "\033[H\033[2J")
 				}
-				fmt.Fprintf(out, "instance %d  %s  %s  on machine %d  %s\n", in.ID, in.Status, in.Image, in.MachineID, time.Now().Format(time.TimeOnly))
+				now := time.Now()
+				fmt.Fprintf(out, "instance %d  %s  %s  on machine %d  %s\n", in.ID, in.Status, in.Image, in.MachineID, now.Format(time.TimeOnly))
 				if tm := in.Telemetry; tm != nil {
-					fmt.Fprintf(out, "CPU  %5.1f%%  %s\nRAM  %6d MB\nGPU  %5.1f%%  %s\nVRAM %6d MB\n", tm.CPUPercent, bar(int(tm.CPUPercent)), tm.MemoryMB,
-						tm.GPUUtilPercent, bar(int(tm.GPUUtilPercent)), tm.GPUMemoryMB)
+					v := samples.view(tm, now)
+					v.GPUs = in.GPUCount > 0 && !in.Simulated
+					for _, r := range v.rows() {
+						fmt.Fprintf(out, "%-11s %s\n", r[0], r[1])
+					}
 				} else {
 					fmt.Fprintln(out, "no telemetry yet (the agent reports it while the instance runs)")
 				}
@@ -101,6 +115,7 @@ func newTopCmd(a *app) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&once, "once", false, "print once and exit")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the instance with its telemetry as JSON, once")
 	cmd.Flags().DurationVar(&every, "every", 2*time.Second, "refresh interval")
 	return cmd
 }

@@ -456,7 +456,9 @@ func newShowCmd(a *app) *cobra.Command {
 				row("tags", strings.Join(kv, " "))
 			}
 			if tm := in.Telemetry; tm != nil {
-				row("utilisation", fmt.Sprintf("CPU %.0f%%, %d MB RAM, GPU %.0f%%, %d MB VRAM", tm.CPUPercent, tm.MemoryMB, tm.GPUUtilPercent, tm.GPUMemoryMB))
+				for _, r := range (telemetryView{Now: tm, GPUs: in.GPUCount > 0 && !in.Simulated}).rows() {
+					row(r[0], r[1])
+				}
 			}
 			for _, h := range in.Hints {
 				row("hint", h)

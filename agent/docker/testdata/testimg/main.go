@@ -1,7 +1,9 @@
 // Command testimg is the workload of the docker runtime's tests, built
 // static into a FROM scratch image. One binary, several verbs:
 //
-//	testimg serve           print greetings to stdout and stderr, serve HTTP on :8080
+//	testimg serve           print greetings to stdout and stderr, serve HTTP on :8080:
+//	                        /id (the instance id), /blob?n=N (N zero bytes),
+//	                        /write?n=N (write N bytes to /vol/written and sync)
 //	testimg write FILE TEXT write TEXT to FILE
 //	testimg cat FILE        print FILE
 //	testimg exit N          exit with code N
@@ -94,6 +96,22 @@ func serve() {
 			}
 			n -= k
 		}
+	})
+	http.HandleFunc("/write", func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+		f, err := os.Create("/vol/written")
+		if err == nil {
+			_, err = f.Write(make([]byte, n))
+			if err == nil {
+				err = f.Sync()
+			}
+			f.Close()
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprintf(w, "wrote %d", n)
 	})
 	go func() {
 		if err := http.ListenAndServe(":8080", nil); err != nil {
