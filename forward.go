@@ -144,7 +144,12 @@ type Booking struct {
 	Paid           Money      `json:"paid"`   // out of escrow to the provider and the platform
 	StartedAt      *time.Time `json:"started_at,omitempty"`
 	EndedAt        *time.Time `json:"ended_at,omitempty"`
-	Message        string     `json:"message,omitempty"`
+	Message        string     `json:"message,omitempty"` // follows the status: launched, delivered, cancelled, failed
+	// Note says why the booking was made this way: a deferred job's choice
+	// and its saving against running now, the window a query picked, a
+	// recurring rental's run. Written once when it is booked; "" for a
+	// booking of a window by its id.
+	Note string `json:"note,omitempty"`
 	// ScheduleID is the recurring rental that booked it, 0 for none.
 	ScheduleID int64     `json:"schedule_id,omitempty"`
 	CreatedAt  time.Time `json:"created_at"`

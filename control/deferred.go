@@ -95,23 +95,28 @@ func (s *Service) CreateDeferred(ctx context.Context, c suanli.DeferredCreate) (
 	if w != nil {
 		winCost := suanli.BookingCost(windowPrice(w), c.GPUs, d)
 		if !nowFits || winCost < plan.NowCost {
-			b, err := s.book(ctx, p, suanli.BookingCreate{WindowID: w.ID, Start: start, Duration: d, GPUs: c.GPUs, Bid: bidFor(w), Image: c.Image, Cmd: c.Cmd}, 0)
-			if err != nil {
-				return nil, err
-			}
-			plan.Booking, plan.Cost = b, b.Cost
+			// The explanation is written before booking (the cost is the
+			// window's price for the job, as book computes it) so that it
+			// is stored on the booking in the same write.
+			plan.Cost = winCost
 			if nowOffer != nil {
-				plan.Saving = plan.NowCost - b.Cost
+				plan.Saving = plan.NowCost - winCost
 				above := ""
 				if !nowFits {
 					above = ", above your max price"
 				}
 				plan.Explanation = fmt.Sprintf("booked window %d on machine %d from %s at %s/GPU-h: %s for %d h, %s less than running now on offer %d at %s/GPU-h (%s%s); %d windows fit before the deadline",
-					w.ID, w.MachineID, start.Format(time.RFC3339), windowPrice(w), b.Cost, c.Hours, plan.Saving, nowOffer.ID, nowOffer.GPUPrice, plan.NowCost, above, considered)
+					w.ID, w.MachineID, start.Format(time.RFC3339), windowPrice(w), winCost, c.Hours, plan.Saving, nowOffer.ID, nowOffer.GPUPrice, plan.NowCost, above, considered)
 			} else {
 				plan.Explanation = fmt.Sprintf("booked window %d on machine %d from %s at %s/GPU-h: %s for %d h; nothing matching is rentable now; %d windows fit before the deadline",
-					w.ID, w.MachineID, start.Format(time.RFC3339), windowPrice(w), b.Cost, c.Hours, considered)
+					w.ID, w.MachineID, start.Format(time.RFC3339), windowPrice(w), winCost, c.Hours, considered)
 			}
+			note := fmt.Sprintf("deferred job (deadline %s): %s", c.Deadline.UTC().Format(time.RFC3339), plan.Explanation)
+			b, err := s.book(ctx, p, suanli.BookingCreate{WindowID: w.ID, Start: start, Duration: d, GPUs: c.GPUs, Bid: bidFor(w), Image: c.Image, Cmd: c.Cmd}, 0, note)
+			if err != nil {
+				return nil, err
+			}
+			plan.Booking, plan.Cost = b, b.Cost
 			s.Logger.Info("deferred job booked", "booking_id", b.ID, "saving", plan.Saving.String())
 			return plan, nil
 		}
@@ -128,6 +133,11 @@ func (s *Service) CreateDeferred(ctx context.Context, c suanli.DeferredCreate) (
 	plan.Instance, plan.Cost = in, plan.NowCost
 	plan.Explanation = fmt.Sprintf("running now on offer %d at %s/GPU-h (%s for %d h, stopped after %d h by its max runtime): no published window before the deadline was cheaper (%d considered)",
 		nowOffer.ID, nowOffer.GPUPrice, plan.NowCost, c.Hours, c.Hours, considered)
+	// No booking holds the choice: it goes into the instance's history,
+	// where `suanli show` prints it.
+	if err := s.Store.AddInstanceEvent(ctx, in.ID, now, in.Status, fmt.Sprintf("deferred job (deadline %s): %s", c.Deadline.UTC().Format(time.RFC3339), plan.Explanation)); err != nil {
+		s.Logger.Error("record deferred explanation", "instance_id", in.ID, "err", err)
+	}
 	return plan, nil
 }
 
@@ -265,7 +275,8 @@ func (s *Service) RunSchedules(ctx context.Context) error {
 				continue
 			}
 			b, err := s.book(pctx, &suanli.Principal{AccountID: a.ID, Role: a.Role, Scopes: []string{suanli.ScopeAll}},
-				suanli.BookingCreate{WindowID: w.ID, Start: t, Duration: d, GPUs: sc.GPUs, Bid: bidFor(w), Image: sc.Image, Cmd: sc.Cmd}, sc.ID)
+				suanli.BookingCreate{WindowID: w.ID, Start: t, Duration: d, GPUs: sc.GPUs, Bid: bidFor(w), Image: sc.Image, Cmd: sc.Cmd}, sc.ID,
+				fmt.Sprintf("run of schedule %d (%q) at %s: the cheapest published window holding it, at %s/GPU-h", sc.ID, sc.Cron, t.Format(time.RFC3339), windowPrice(w)))
 			if err != nil {
 				lastErr = fmt.Sprintf("run at %s: %s", t.Format(time.RFC3339), suanli.ErrorMessage(err))
 				continue

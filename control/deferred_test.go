@@ -32,6 +32,14 @@ func TestDeferredPicksTheValley(t *testing.T) {
 	if !strings.Contains(plan.Explanation, "$3.60 less than running now") {
 		t.Errorf("explanation = %q", plan.Explanation)
 	}
+	// The choice is stored on the booking: a later read explains it.
+	stored, err := mk.svc.FindBookingByID(mk.renter, plan.Booking.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stored.Note, plan.Explanation) || !strings.HasPrefix(stored.Note, "deferred job (deadline ") {
+		t.Errorf("stored note = %q, want the explanation %q", stored.Note, plan.Explanation)
+	}
 	// A later deadline reaches the $0.30 window.
 	plan, err = mk.svc.CreateDeferred(mk.renter, suanli.DeferredCreate{GPUs: 1, Hours: 6, Deadline: mk.now.Add(48 * time.Hour), Image: "img", Cmd: []string{"x"}})
 	if err != nil || plan.Booking == nil || plan.Booking.PriceGPU != 300_000 {
@@ -50,6 +58,18 @@ func TestDeferredPicksTheValley(t *testing.T) {
 	plan, err = mk.svc.CreateDeferred(mk.renter, suanli.DeferredCreate{GPUs: 1, Hours: 2, Deadline: mk.now.Add(5 * time.Hour), Image: "img", Cmd: []string{"x"}})
 	if err != nil || plan.Instance == nil || time.Duration(plan.Instance.Guards.MaxRuntime) != 2*time.Hour {
 		t.Fatalf("now cheapest: %+v %v", plan, err)
+	}
+	// No booking holds that choice: the instance's history does.
+	evs, err := mk.db.InstanceEvents(context.Background(), plan.Instance.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	explained := false
+	for _, e := range evs {
+		explained = explained || strings.Contains(e.Message, plan.Explanation)
+	}
+	if !explained {
+		t.Errorf("instance %d history %+v does not hold the explanation %q", plan.Instance.ID, evs, plan.Explanation)
 	}
 	mk.checkLedger()
 }
@@ -78,6 +98,9 @@ func TestScheduleBooksAhead(t *testing.T) {
 	}
 	if len(bs) != 1 || !bs[0].Start.Equal(day.Add(2*time.Hour)) || bs[0].End.Sub(bs[0].Start) != 2*time.Hour || bs[0].Cost != 1_000_000 {
 		t.Fatalf("bookings = %+v", bs)
+	}
+	if !strings.Contains(bs[0].Note, "run of schedule") {
+		t.Errorf("scheduled booking's note = %q, want it to name the schedule", bs[0].Note)
 	}
 	// A run no window holds is reported on the schedule and as an alert.
 	sc2, err := mk.svc.CreateSchedule(mk.renter, suanli.Schedule{Cron: "0 12 * * *", GPUs: 1, Hours: 1, Image: "img"})

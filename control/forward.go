@@ -266,10 +266,12 @@ func (s *Service) CreateBooking(ctx context.Context, c suanli.BookingCreate) (*s
 	if err != nil {
 		return nil, err
 	}
-	return s.book(ctx, p, c, 0)
+	return s.book(ctx, p, c, 0, "")
 }
 
-func (s *Service) book(ctx context.Context, p *suanli.Principal, c suanli.BookingCreate, scheduleID int64) (*suanli.Booking, error) {
+// book books c.WindowID for p; scheduleID (0: none) and note (why it was
+// booked this way) are stored on the booking.
+func (s *Service) book(ctx context.Context, p *suanli.Principal, c suanli.BookingCreate, scheduleID int64, note string) (*suanli.Booking, error) {
 	now := s.now()
 	w, err := s.Store.FindWindowByID(ctx, c.WindowID)
 	if err != nil {
@@ -332,7 +334,7 @@ func (s *Service) book(ctx context.Context, p *suanli.Principal, c suanli.Bookin
 		}
 	}
 	b := &suanli.Booking{WindowID: w.ID, AccountID: p.AccountID, GPUs: gpus, Start: start, End: end, PriceGPU: price,
-		Cost: suanli.BookingCost(price, gpus, d), FeeBP: s.cfg.FeeBasisPoints, Image: c.Image, Cmd: c.Cmd, ScheduleID: scheduleID}
+		Cost: suanli.BookingCost(price, gpus, d), FeeBP: s.cfg.FeeBasisPoints, Image: c.Image, Cmd: c.Cmd, ScheduleID: scheduleID, Note: note}
 	if err := s.Store.CreateBooking(ctx, b, now); err != nil {
 		return nil, err
 	}
@@ -568,6 +570,13 @@ func (s *Service) startBooking(ctx context.Context, b *suanli.Booking) error {
 		in := ins[0]
 		if err := s.Store.MarkBookingStarted(ctx, b.ID, in.ID, now); err != nil {
 			return err
+		}
+		if b.Note != "" {
+			// The booking's explanation goes into the instance's history,
+			// so that `suanli show` says why it runs here and now.
+			if err := s.Store.AddInstanceEvent(ctx, in.ID, now, in.Status, fmt.Sprintf("booking %d: %s", b.ID, b.Note)); err != nil {
+				s.Logger.Error("record booking note", "booking_id", b.ID, "instance_id", in.ID, "err", err)
+			}
 		}
 		s.Logger.Info("booking started", "booking_id", b.ID, "instance_id", in.ID, "machine_id", m.ID, "late_ms", now.Sub(b.Start).Milliseconds())
 		s.hub.wake(m.ID)

@@ -333,9 +333,10 @@ func newBookingsCmd(a *app) *cobra.Command {
 			return nil
 		},
 	}
+	var showJSON bool
 	show := &cobra.Command{
 		Use:   "show BOOKING",
-		Short: "One booking as JSON",
+		Short: "One booking: its window, price, escrow, status and why it was booked",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := idArg("booking", args[0])
@@ -346,10 +347,49 @@ func newBookingsCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.printJSON(cmd, b)
+			if showJSON {
+				return a.printJSON(cmd, b)
+			}
+			return printBooking(cmd, b)
 		},
 	}
-	show.Flags().Bool("json", true, "print JSON (always)")
+	show.Flags().BoolVar(&showJSON, "json", false, "print JSON")
 	cmd.AddCommand(cancel, show)
 	return cmd
+}
+
+// printBooking prints one booking as key/value lines, its note (why it was
+// booked this way) included.
+func printBooking(cmd *cobra.Command, b *suanli.Booking) error {
+	t := table(cmd.OutOrStdout())
+	row := func(k, v string) { fmt.Fprintf(t, "%s\t%s\n", k, v) }
+	row("booking", strconv.FormatInt(b.ID, 10))
+	status := b.Status
+	if b.Message != "" {
+		status += " — " + b.Message
+	}
+	row("status", status)
+	row("window", fmt.Sprintf("%d on machine %d", b.WindowID, b.MachineID))
+	row("gpus", strconv.Itoa(b.GPUs))
+	row("time", fmt.Sprintf("%s to %s (%s)", b.Start.Format(time.RFC3339), b.End.Format(time.RFC3339), b.End.Sub(b.Start)))
+	row("price", b.PriceGPU.Decimal()+"/GPU-h, locked")
+	row("cost", b.Cost.Decimal()+" held in escrow")
+	row("free cancel until", fmt.Sprintf("%s (%s fee after)", b.CancelDeadline.Format(time.RFC3339), bpString(b.CancelFeeBP)))
+	if b.InstanceID != 0 {
+		row("instance", fmt.Sprintf("%d (suanli show %d)", b.InstanceID, b.InstanceID))
+	}
+	if b.Paid != 0 || b.Refund != 0 {
+		row("settled", fmt.Sprintf("%s paid, %s refunded", b.Paid.Decimal(), b.Refund.Decimal()))
+	}
+	if b.ScheduleID != 0 {
+		row("schedule", strconv.FormatInt(b.ScheduleID, 10))
+	}
+	row("image", b.Image)
+	if len(b.Cmd) > 0 {
+		row("command", strings.Join(b.Cmd, " "))
+	}
+	if b.Note != "" {
+		row("why", b.Note)
+	}
+	return t.Flush()
 }
