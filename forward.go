@@ -173,11 +173,17 @@ func (b *Booking) CancelSettlement(t time.Time) (fee, refund Money) {
 	return fee, b.Cost - fee
 }
 
-// BookingCreate is what a renter gives to book a window.
+// BookingCreate is what a renter gives to book a window: its id, or a
+// Query choosing the cheapest open window that matches and holds the
+// booking (lowest price per GPU-hour, then earliest start).
 type BookingCreate struct {
-	WindowID int64     `json:"window_id"`
-	Start    time.Time `json:"start"` // zero: the window's start
-	Hours    int       `json:"hours"` // zero: to the window's end
+	WindowID int64 `json:"window_id,omitempty"`
+	// Query is a window search (the offer query language plus start, end
+	// and hours: "gpu_name=RTX_4090 start>=2026-12-01T00:00Z hours>=8"),
+	// used when WindowID is 0.
+	Query string    `json:"query,omitempty"`
+	Start time.Time `json:"start"` // zero: the window's start
+	Hours int       `json:"hours"` // zero: to the window's end
 	// Duration, when set, overrides Hours (tests and sub-hour bookings).
 	Duration time.Duration `json:"duration,omitempty"`
 	GPUs     int           `json:"gpus"`          // zero: every GPU still free in the window

@@ -258,13 +258,24 @@ func (s *Service) liveBookings(ctx context.Context) ([]*suanli.Booking, error) {
 // CreateBooking books part of a window: its GPUs from a start for some
 // hours at the window's price (or the renter's bid, at or above its floor),
 // locked now; the cost moves from the renter's balance to escrow. At the
-// start the instance launches by itself on the window's machine. EINVALID
-// naming the field, ENOTFOUND, ECONFLICT (GPUs already booked or rented
-// with no end), EPAYMENTREQUIRED.
+// start the instance launches by itself on the window's machine. The
+// window is c.WindowID, or the cheapest open window matching c.Query (see
+// bookByQuery). EINVALID naming the field, ENOTFOUND (no such window, or
+// none matching holds the booking), ECONFLICT (GPUs already booked or
+// rented with no end, or taken while booking by query), EPAYMENTREQUIRED.
 func (s *Service) CreateBooking(ctx context.Context, c suanli.BookingCreate) (*suanli.Booking, error) {
 	p, err := principal(ctx, suanli.ScopeInstanceWrite)
 	if err != nil {
 		return nil, err
+	}
+	switch q := strings.TrimSpace(c.Query); {
+	case q != "" && c.WindowID != 0:
+		return nil, suanli.FieldErrorf("query", "give a window id or a query, not both")
+	case q != "":
+		c.Query = q
+		return s.bookByQuery(ctx, p, c)
+	case c.WindowID <= 0:
+		return nil, suanli.FieldErrorf("window_id", "give a window id, or a query to book the cheapest matching window (`suanli windows search`)")
 	}
 	return s.book(ctx, p, c, 0, "")
 }
