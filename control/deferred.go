@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/market"
 	"github.com/suanli/suanli/sqlstore"
 )
 
@@ -86,6 +87,9 @@ func (s *Service) CreateDeferred(ctx context.Context, c suanli.DeferredCreate) (
 		nowOffer = res.Offers[0]
 		plan.NowCost = suanli.BookingCost(nowOffer.GPUPrice, c.GPUs, d)
 	}
+	if err := s.priceValley(ctx, plan, nowOffer, c, now, c.Deadline.Add(-d)); err != nil {
+		return nil, err
+	}
 	w, start, considered, err := s.cheapestWindow(ctx, c.Query, c.GPUs, d, now.Add(time.Minute), c.Deadline.Add(-d), c.MaxPrice)
 	if err != nil {
 		return nil, err
@@ -122,8 +126,12 @@ func (s *Service) CreateDeferred(ctx context.Context, c suanli.DeferredCreate) (
 		}
 	}
 	if !nowFits {
-		return nil, suanli.Errorf(suanli.ECONFLICT, "no window before %s and no offer now fits %d× GPUs%s %s: raise --max-price, move the deadline, or search with `suanli windows search`",
-			c.Deadline.Format(time.RFC3339), c.GPUs, queryText(c.Query), priceCap(c.MaxPrice))
+		hint := ""
+		if plan.ValleyAt != nil && c.MaxPrice > 0 && plan.ValleyPrice <= c.MaxPrice {
+			hint = fmt.Sprintf(" (price history: %s is typically %s/GPU-h, under your cap: create it again then)", plan.ValleyAt.Format(time.RFC3339), plan.ValleyPrice)
+		}
+		return nil, suanli.Errorf(suanli.ECONFLICT, "no window before %s and no offer now fits %d× GPUs%s %s: raise --max-price, move the deadline, or search with `suanli windows search`%s",
+			c.Deadline.Format(time.RFC3339), c.GPUs, queryText(c.Query), priceCap(c.MaxPrice), hint)
 	}
 	in, err := s.CreateInstance(ctx, suanli.InstanceCreate{OfferID: nowOffer.ID, Image: c.Image, Cmd: c.Cmd, GPUCount: c.GPUs,
 		Guards: suanli.Guards{MaxRuntime: suanli.Duration(d)}})
@@ -133,12 +141,44 @@ func (s *Service) CreateDeferred(ctx context.Context, c suanli.DeferredCreate) (
 	plan.Instance, plan.Cost = in, plan.NowCost
 	plan.Explanation = fmt.Sprintf("running now on offer %d at %s/GPU-h (%s for %d h, stopped after %d h by its max runtime): no published window before the deadline was cheaper (%d considered)",
 		nowOffer.ID, nowOffer.GPUPrice, plan.NowCost, c.Hours, c.Hours, considered)
+	switch {
+	case plan.ValleyAt == nil:
+	case plan.ValleyPrice < nowOffer.GPUPrice:
+		plan.Explanation += fmt.Sprintf("; price history puts the valley before the deadline at %s, typically %s/GPU-h, but no window is published for it, so it runs now",
+			plan.ValleyAt.Format(time.RFC3339), plan.ValleyPrice)
+	default:
+		plan.Explanation += fmt.Sprintf("; price history has no hour before the deadline typically cheaper (its lowest: %s/GPU-h at %s)",
+			plan.ValleyPrice, plan.ValleyAt.Format(time.RFC3339))
+	}
 	// No booking holds the choice: it goes into the instance's history,
 	// where `suanli show` prints it.
 	if err := s.Store.AddInstanceEvent(ctx, in.ID, now, in.Status, fmt.Sprintf("deferred job (deadline %s): %s", c.Deadline.UTC().Format(time.RFC3339), plan.Explanation)); err != nil {
 		s.Logger.Error("record deferred explanation", "instance_id", in.ID, "err", err)
 	}
 	return plan, nil
+}
+
+// priceValley sets plan's ValleyAt and ValleyPrice from the last week's
+// price history of the GPU model: the offer's rentable now, else the one
+// the query names (gpu_name=…); nothing when neither says one.
+func (s *Service) priceValley(ctx context.Context, plan *suanli.DeferredPlan, nowOffer *suanli.Offer, c suanli.DeferredCreate, now, latestStart time.Time) error {
+	var names []string
+	if nowOffer != nil && nowOffer.GPUName != "" {
+		names = []string{nowOffer.GPUName}
+	} else if ns, err := market.PriceModels(c.Query); err == nil {
+		names = ns
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	points, _, _, err := s.Store.PriceHistory(ctx, names, now.Add(-DefaultPriceWindow), now)
+	if err != nil {
+		return err
+	}
+	if at, price, ok := market.CheapHour(points, now, latestStart); ok {
+		plan.ValleyAt, plan.ValleyPrice = &at, price
+	}
+	return nil
 }
 
 func bidFor(w *suanli.Window) suanli.Money {

@@ -115,3 +115,43 @@ func TestScheduleBooksAhead(t *testing.T) {
 	}
 	mk.checkLedger()
 }
+
+// TestDeferredUsesPriceHistory: with no window published, the last week's
+// price history names the valley before the deadline; the plan reports it
+// (it runs now, since only a window can hold a later start), and a job
+// refused by its price cap is told when the cap is typically met.
+func TestDeferredUsesPriceHistory(t *testing.T) {
+	mk := newMarket(t)
+	mk.machine(2, suanli.Dollars(1), 100_000, 4) // $1/GPU-h on demand now
+	mk.tick(2*time.Second, nil)
+	midnight := mk.now.Truncate(24 * time.Hour)
+	var history []suanli.PricePoint
+	for k := 1; k <= 3; k++ {
+		day := midnight.Add(-time.Duration(k) * 24 * time.Hour)
+		history = append(history,
+			suanli.PricePoint{At: day.Add(3 * time.Hour), GPUName: "RTX 4090", Kind: suanli.PriceListed, Price: 400_000},
+			suanli.PricePoint{At: day.Add(12 * time.Hour), GPUName: "RTX 4090", Kind: suanli.PriceListed, Price: suanli.Dollars(1)})
+	}
+	if err := mk.db.RecordMarketSample(context.Background(), history, nil); err != nil {
+		t.Fatal(err)
+	}
+	valley := midnight.Add(27 * time.Hour) // tomorrow 03:00 UTC
+	if valley.Sub(mk.now) > 22*time.Hour || valley.Before(mk.now) {
+		t.Fatalf("test clock %s: tomorrow 03:00 is not within the deadline", mk.now)
+	}
+	_, err := mk.svc.CreateDeferred(mk.renter, suanli.DeferredCreate{GPUs: 1, Hours: 2, Deadline: mk.now.Add(24 * time.Hour), MaxPrice: 500_000, Image: "img"})
+	if suanli.ErrorCode(err) != suanli.ECONFLICT || !strings.Contains(err.Error(), "price history: "+valley.Format(time.RFC3339)+" is typically $0.40/GPU-h, under your cap") {
+		t.Errorf("capped under the price now: %v, want a conflict naming the valley %s", err, valley)
+	}
+	plan, err := mk.svc.CreateDeferred(mk.renter, suanli.DeferredCreate{GPUs: 1, Hours: 2, Deadline: mk.now.Add(24 * time.Hour), Image: "img", Cmd: []string{"train"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.Instance == nil || plan.ValleyAt == nil || !plan.ValleyAt.Equal(valley) || plan.ValleyPrice != 400_000 {
+		t.Fatalf("plan = %+v, want it run now with the valley at %s for $0.40", plan, valley)
+	}
+	if !strings.Contains(plan.Explanation, "price history puts the valley before the deadline at "+valley.Format(time.RFC3339)) {
+		t.Errorf("explanation = %q, want the valley", plan.Explanation)
+	}
+	mk.checkLedger()
+}
