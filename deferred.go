@@ -24,6 +24,13 @@ type DeferredPlan struct {
 	Saving      Money     `json:"saving"`   // NowCost − Cost when a window won
 	Considered  int       `json:"considered"`
 	Explanation string    `json:"explanation"`
+	// ValleyAt and ValleyPrice are where price history (the median listed
+	// price per GPU-hour by UTC hour of day, over the last week) puts the
+	// cheapest start before the deadline; nil when there is no history for
+	// the GPU model. Informational: only a published window can hold a
+	// later start, so a valley with no window is reported, not waited for.
+	ValleyAt    *time.Time `json:"valley_at,omitempty"`
+	ValleyPrice Money      `json:"valley_price,omitempty"`
 }
 
 // Schedule is a recurring rental: at every time its cron expression names

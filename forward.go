@@ -144,7 +144,12 @@ type Booking struct {
 	Paid           Money      `json:"paid"`   // out of escrow to the provider and the platform
 	StartedAt      *time.Time `json:"started_at,omitempty"`
 	EndedAt        *time.Time `json:"ended_at,omitempty"`
-	Message        string     `json:"message,omitempty"`
+	Message        string     `json:"message,omitempty"` // follows the status: launched, delivered, cancelled, failed
+	// Note says why the booking was made this way: a deferred job's choice
+	// and its saving against running now, the window a query picked, a
+	// recurring rental's run. Written once when it is booked; "" for a
+	// booking of a window by its id.
+	Note string `json:"note,omitempty"`
 	// ScheduleID is the recurring rental that booked it, 0 for none.
 	ScheduleID int64     `json:"schedule_id,omitempty"`
 	CreatedAt  time.Time `json:"created_at"`
@@ -168,11 +173,17 @@ func (b *Booking) CancelSettlement(t time.Time) (fee, refund Money) {
 	return fee, b.Cost - fee
 }
 
-// BookingCreate is what a renter gives to book a window.
+// BookingCreate is what a renter gives to book a window: its id, or a
+// Query choosing the cheapest open window that matches and holds the
+// booking (lowest price per GPU-hour, then earliest start).
 type BookingCreate struct {
-	WindowID int64     `json:"window_id"`
-	Start    time.Time `json:"start"` // zero: the window's start
-	Hours    int       `json:"hours"` // zero: to the window's end
+	WindowID int64 `json:"window_id,omitempty"`
+	// Query is a window search (the offer query language plus start, end
+	// and hours: "gpu_name=RTX_4090 start>=2026-12-01T00:00Z hours>=8"),
+	// used when WindowID is 0.
+	Query string    `json:"query,omitempty"`
+	Start time.Time `json:"start"` // zero: the window's start
+	Hours int       `json:"hours"` // zero: to the window's end
 	// Duration, when set, overrides Hours (tests and sub-hour bookings).
 	Duration time.Duration `json:"duration,omitempty"`
 	GPUs     int           `json:"gpus"`          // zero: every GPU still free in the window

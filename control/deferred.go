@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/market"
 	"github.com/suanli/suanli/sqlstore"
 )
 
@@ -86,6 +87,9 @@ func (s *Service) CreateDeferred(ctx context.Context, c suanli.DeferredCreate) (
 		nowOffer = res.Offers[0]
 		plan.NowCost = suanli.BookingCost(nowOffer.GPUPrice, c.GPUs, d)
 	}
+	if err := s.priceValley(ctx, plan, nowOffer, c, now, c.Deadline.Add(-d)); err != nil {
+		return nil, err
+	}
 	w, start, considered, err := s.cheapestWindow(ctx, c.Query, c.GPUs, d, now.Add(time.Minute), c.Deadline.Add(-d), c.MaxPrice)
 	if err != nil {
 		return nil, err
@@ -95,30 +99,39 @@ func (s *Service) CreateDeferred(ctx context.Context, c suanli.DeferredCreate) (
 	if w != nil {
 		winCost := suanli.BookingCost(windowPrice(w), c.GPUs, d)
 		if !nowFits || winCost < plan.NowCost {
-			b, err := s.book(ctx, p, suanli.BookingCreate{WindowID: w.ID, Start: start, Duration: d, GPUs: c.GPUs, Bid: bidFor(w), Image: c.Image, Cmd: c.Cmd}, 0)
-			if err != nil {
-				return nil, err
-			}
-			plan.Booking, plan.Cost = b, b.Cost
+			// The explanation is written before booking (the cost is the
+			// window's price for the job, as book computes it) so that it
+			// is stored on the booking in the same write.
+			plan.Cost = winCost
 			if nowOffer != nil {
-				plan.Saving = plan.NowCost - b.Cost
+				plan.Saving = plan.NowCost - winCost
 				above := ""
 				if !nowFits {
 					above = ", above your max price"
 				}
 				plan.Explanation = fmt.Sprintf("booked window %d on machine %d from %s at %s/GPU-h: %s for %d h, %s less than running now on offer %d at %s/GPU-h (%s%s); %d windows fit before the deadline",
-					w.ID, w.MachineID, start.Format(time.RFC3339), windowPrice(w), b.Cost, c.Hours, plan.Saving, nowOffer.ID, nowOffer.GPUPrice, plan.NowCost, above, considered)
+					w.ID, w.MachineID, start.Format(time.RFC3339), windowPrice(w), winCost, c.Hours, plan.Saving, nowOffer.ID, nowOffer.GPUPrice, plan.NowCost, above, considered)
 			} else {
 				plan.Explanation = fmt.Sprintf("booked window %d on machine %d from %s at %s/GPU-h: %s for %d h; nothing matching is rentable now; %d windows fit before the deadline",
-					w.ID, w.MachineID, start.Format(time.RFC3339), windowPrice(w), b.Cost, c.Hours, considered)
+					w.ID, w.MachineID, start.Format(time.RFC3339), windowPrice(w), winCost, c.Hours, considered)
 			}
+			note := fmt.Sprintf("deferred job (deadline %s): %s", c.Deadline.UTC().Format(time.RFC3339), plan.Explanation)
+			b, err := s.book(ctx, p, suanli.BookingCreate{WindowID: w.ID, Start: start, Duration: d, GPUs: c.GPUs, Bid: bidFor(w), Image: c.Image, Cmd: c.Cmd}, 0, note)
+			if err != nil {
+				return nil, err
+			}
+			plan.Booking, plan.Cost = b, b.Cost
 			s.Logger.Info("deferred job booked", "booking_id", b.ID, "saving", plan.Saving.String())
 			return plan, nil
 		}
 	}
 	if !nowFits {
-		return nil, suanli.Errorf(suanli.ECONFLICT, "no window before %s and no offer now fits %d× GPUs%s %s: raise --max-price, move the deadline, or search with `suanli windows search`",
-			c.Deadline.Format(time.RFC3339), c.GPUs, queryText(c.Query), priceCap(c.MaxPrice))
+		hint := ""
+		if plan.ValleyAt != nil && c.MaxPrice > 0 && plan.ValleyPrice <= c.MaxPrice {
+			hint = fmt.Sprintf(" (price history: %s is typically %s/GPU-h, under your cap: create it again then)", plan.ValleyAt.Format(time.RFC3339), plan.ValleyPrice)
+		}
+		return nil, suanli.Errorf(suanli.ECONFLICT, "no window before %s and no offer now fits %d× GPUs%s %s: raise --max-price, move the deadline, or search with `suanli windows search`%s",
+			c.Deadline.Format(time.RFC3339), c.GPUs, queryText(c.Query), priceCap(c.MaxPrice), hint)
 	}
 	in, err := s.CreateInstance(ctx, suanli.InstanceCreate{OfferID: nowOffer.ID, Image: c.Image, Cmd: c.Cmd, GPUCount: c.GPUs,
 		Guards: suanli.Guards{MaxRuntime: suanli.Duration(d)}})
@@ -128,7 +141,44 @@ func (s *Service) CreateDeferred(ctx context.Context, c suanli.DeferredCreate) (
 	plan.Instance, plan.Cost = in, plan.NowCost
 	plan.Explanation = fmt.Sprintf("running now on offer %d at %s/GPU-h (%s for %d h, stopped after %d h by its max runtime): no published window before the deadline was cheaper (%d considered)",
 		nowOffer.ID, nowOffer.GPUPrice, plan.NowCost, c.Hours, c.Hours, considered)
+	switch {
+	case plan.ValleyAt == nil:
+	case plan.ValleyPrice < nowOffer.GPUPrice:
+		plan.Explanation += fmt.Sprintf("; price history puts the valley before the deadline at %s, typically %s/GPU-h, but no window is published for it, so it runs now",
+			plan.ValleyAt.Format(time.RFC3339), plan.ValleyPrice)
+	default:
+		plan.Explanation += fmt.Sprintf("; price history has no hour before the deadline typically cheaper (its lowest: %s/GPU-h at %s)",
+			plan.ValleyPrice, plan.ValleyAt.Format(time.RFC3339))
+	}
+	// No booking holds the choice: it goes into the instance's history,
+	// where `suanli show` prints it.
+	if err := s.Store.AddInstanceEvent(ctx, in.ID, now, in.Status, fmt.Sprintf("deferred job (deadline %s): %s", c.Deadline.UTC().Format(time.RFC3339), plan.Explanation)); err != nil {
+		s.Logger.Error("record deferred explanation", "instance_id", in.ID, "err", err)
+	}
 	return plan, nil
+}
+
+// priceValley sets plan's ValleyAt and ValleyPrice from the last week's
+// price history of the GPU model: the offer's rentable now, else the one
+// the query names (gpu_name=…); nothing when neither says one.
+func (s *Service) priceValley(ctx context.Context, plan *suanli.DeferredPlan, nowOffer *suanli.Offer, c suanli.DeferredCreate, now, latestStart time.Time) error {
+	var names []string
+	if nowOffer != nil && nowOffer.GPUName != "" {
+		names = []string{nowOffer.GPUName}
+	} else if ns, err := market.PriceModels(c.Query); err == nil {
+		names = ns
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	points, _, _, err := s.Store.PriceHistory(ctx, names, now.Add(-DefaultPriceWindow), now)
+	if err != nil {
+		return err
+	}
+	if at, price, ok := market.CheapHour(points, now, latestStart); ok {
+		plan.ValleyAt, plan.ValleyPrice = &at, price
+	}
+	return nil
 }
 
 func bidFor(w *suanli.Window) suanli.Money {
@@ -265,7 +315,8 @@ func (s *Service) RunSchedules(ctx context.Context) error {
 				continue
 			}
 			b, err := s.book(pctx, &suanli.Principal{AccountID: a.ID, Role: a.Role, Scopes: []string{suanli.ScopeAll}},
-				suanli.BookingCreate{WindowID: w.ID, Start: t, Duration: d, GPUs: sc.GPUs, Bid: bidFor(w), Image: sc.Image, Cmd: sc.Cmd}, sc.ID)
+				suanli.BookingCreate{WindowID: w.ID, Start: t, Duration: d, GPUs: sc.GPUs, Bid: bidFor(w), Image: sc.Image, Cmd: sc.Cmd}, sc.ID,
+				fmt.Sprintf("run of schedule %d (%q) at %s: the cheapest published window holding it, at %s/GPU-h", sc.ID, sc.Cron, t.Format(time.RFC3339), windowPrice(w)))
 			if err != nil {
 				lastErr = fmt.Sprintf("run at %s: %s", t.Format(time.RFC3339), suanli.ErrorMessage(err))
 				continue

@@ -258,18 +258,31 @@ func (s *Service) liveBookings(ctx context.Context) ([]*suanli.Booking, error) {
 // CreateBooking books part of a window: its GPUs from a start for some
 // hours at the window's price (or the renter's bid, at or above its floor),
 // locked now; the cost moves from the renter's balance to escrow. At the
-// start the instance launches by itself on the window's machine. EINVALID
-// naming the field, ENOTFOUND, ECONFLICT (GPUs already booked or rented
-// with no end), EPAYMENTREQUIRED.
+// start the instance launches by itself on the window's machine. The
+// window is c.WindowID, or the cheapest open window matching c.Query (see
+// bookByQuery). EINVALID naming the field, ENOTFOUND (no such window, or
+// none matching holds the booking), ECONFLICT (GPUs already booked or
+// rented with no end, or taken while booking by query), EPAYMENTREQUIRED.
 func (s *Service) CreateBooking(ctx context.Context, c suanli.BookingCreate) (*suanli.Booking, error) {
 	p, err := principal(ctx, suanli.ScopeInstanceWrite)
 	if err != nil {
 		return nil, err
 	}
-	return s.book(ctx, p, c, 0)
+	switch q := strings.TrimSpace(c.Query); {
+	case q != "" && c.WindowID != 0:
+		return nil, suanli.FieldErrorf("query", "give a window id or a query, not both")
+	case q != "":
+		c.Query = q
+		return s.bookByQuery(ctx, p, c)
+	case c.WindowID <= 0:
+		return nil, suanli.FieldErrorf("window_id", "give a window id, or a query to book the cheapest matching window (`suanli windows search`)")
+	}
+	return s.book(ctx, p, c, 0, "")
 }
 
-func (s *Service) book(ctx context.Context, p *suanli.Principal, c suanli.BookingCreate, scheduleID int64) (*suanli.Booking, error) {
+// book books c.WindowID for p; scheduleID (0: none) and note (why it was
+// booked this way) are stored on the booking.
+func (s *Service) book(ctx context.Context, p *suanli.Principal, c suanli.BookingCreate, scheduleID int64, note string) (*suanli.Booking, error) {
 	now := s.now()
 	w, err := s.Store.FindWindowByID(ctx, c.WindowID)
 	if err != nil {
@@ -332,7 +345,7 @@ func (s *Service) book(ctx context.Context, p *suanli.Principal, c suanli.Bookin
 		}
 	}
 	b := &suanli.Booking{WindowID: w.ID, AccountID: p.AccountID, GPUs: gpus, Start: start, End: end, PriceGPU: price,
-		Cost: suanli.BookingCost(price, gpus, d), FeeBP: s.cfg.FeeBasisPoints, Image: c.Image, Cmd: c.Cmd, ScheduleID: scheduleID}
+		Cost: suanli.BookingCost(price, gpus, d), FeeBP: s.cfg.FeeBasisPoints, Image: c.Image, Cmd: c.Cmd, ScheduleID: scheduleID, Note: note}
 	if err := s.Store.CreateBooking(ctx, b, now); err != nil {
 		return nil, err
 	}
@@ -568,6 +581,13 @@ func (s *Service) startBooking(ctx context.Context, b *suanli.Booking) error {
 		in := ins[0]
 		if err := s.Store.MarkBookingStarted(ctx, b.ID, in.ID, now); err != nil {
 			return err
+		}
+		if b.Note != "" {
+			// The booking's explanation goes into the instance's history,
+			// so that `suanli show` says why it runs here and now.
+			if err := s.Store.AddInstanceEvent(ctx, in.ID, now, in.Status, fmt.Sprintf("booking %d: %s", b.ID, b.Note)); err != nil {
+				s.Logger.Error("record booking note", "booking_id", b.ID, "instance_id", in.ID, "err", err)
+			}
 		}
 		s.Logger.Info("booking started", "booking_id", b.ID, "instance_id", in.ID, "machine_id", m.ID, "late_ms", now.Sub(b.Start).Milliseconds())
 		s.hub.wake(m.ID)

@@ -16,7 +16,7 @@ func init() {
 		apiOp{"GET", "/v1/windows", "Your windows that have not ended: machine_id narrows.", nil, []suanli.Window{}},
 		apiOp{"DELETE", "/v1/windows/{id}", "Withdraw a window: it takes no more bookings; those made stand.", nil, suanli.Window{}},
 		apiOp{"GET", "/v1/windows/search", "Open windows with free GPUs: q is the offer query plus start, end and hours.", nil, []suanli.Window{}},
-		apiOp{"POST", "/v1/bookings", "Book part of a window at its price, locked now; the cost is held in escrow.", suanli.BookingCreate{}, suanli.Booking{}},
+		apiOp{"POST", "/v1/bookings", "Book part of a window (window_id, or query: the cheapest open window matching) at its price, locked now; the cost is held in escrow.", suanli.BookingCreate{}, suanli.Booking{}},
 		apiOp{"GET", "/v1/bookings", "Your bookings.", nil, []suanli.Booking{}},
 		apiOp{"GET", "/v1/bookings/{id}", "One booking (yours, or one on your machine).", nil, suanli.Booking{}},
 		apiOp{"DELETE", "/v1/bookings/{id}", "Cancel a booking before its start: full refund before the provider's deadline, less its fee after.", nil, suanli.Booking{}},

@@ -125,3 +125,41 @@ func summarize(ps []suanli.Money) suanli.PriceSummary {
 	}
 	return suanli.PriceSummary{Count: len(s), Floor: s[0], Median: rank(50), P90: rank(90)}
 }
+
+// CheapHour finds the price valley price history predicts between from and
+// latest: for each hour of the day (UTC), the median of the listed
+// on-demand prices sampled in that hour; of the hours whose next start at
+// or after from is no later than latest, the one with the lowest median
+// (ties: the soonest). It returns that start and median, and false when no
+// listed point falls in any such hour. Pure: the caller reads the history.
+func CheapHour(points []suanli.PricePoint, from, latest time.Time) (time.Time, suanli.Money, bool) {
+	var byHour [24][]suanli.Money
+	for _, p := range points {
+		if p.Kind == suanli.PriceListed {
+			h := p.At.UTC().Hour()
+			byHour[h] = append(byHour[h], p.Price)
+		}
+	}
+	var at time.Time
+	var best suanli.Money
+	found := false
+	from = from.UTC()
+	for h, ps := range byHour {
+		if len(ps) == 0 {
+			continue
+		}
+		start := time.Date(from.Year(), from.Month(), from.Day(), h, 0, 0, 0, time.UTC)
+		if start.Before(from) {
+			start = start.Add(24 * time.Hour)
+		}
+		if start.After(latest) {
+			continue
+		}
+		slices.Sort(ps)
+		med := ps[(len(ps)-1)/2]
+		if !found || med < best || (med == best && start.Before(at)) {
+			at, best, found = start, med, true
+		}
+	}
+	return at, best, found
+}

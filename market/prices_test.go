@@ -48,3 +48,33 @@ func TestPrices(t *testing.T) {
 		t.Errorf("series %+v", st.Series)
 	}
 }
+
+func TestCheapHour(t *testing.T) {
+	day := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	listed := func(hour int, price suanli.Money) suanli.PricePoint {
+		return suanli.PricePoint{At: day.Add(time.Duration(hour) * time.Hour), GPUName: "RTX 4090", Kind: suanli.PriceListed, Price: price}
+	}
+	history := []suanli.PricePoint{
+		listed(2, 400_000), listed(2+24, 500_000), listed(2+48, 450_000), // 02:00 UTC: median 0.45
+		listed(14, 1_000_000), listed(14+24, 900_000), // 14:00 UTC: median 0.90
+		{At: day.Add(3 * time.Hour), Kind: suanli.PriceBid, Price: 10_000}, // bids do not count
+	}
+	now := day.Add(5*24*time.Hour + 10*time.Hour) // 10:00 UTC
+	tests := []struct {
+		name      string
+		latest    time.Time
+		wantAt    time.Time
+		wantPrice suanli.Money
+		wantOK    bool
+	}{
+		{"the night is before the deadline", now.Add(20 * time.Hour), now.Add(16 * time.Hour), 450_000, true},
+		{"only the afternoon is", now.Add(6 * time.Hour), now.Add(4 * time.Hour), 900_000, true},
+		{"no sampled hour is", now.Add(2 * time.Hour), time.Time{}, 0, false},
+	}
+	for _, tt := range tests {
+		at, price, ok := market.CheapHour(history, now, tt.latest)
+		if !at.Equal(tt.wantAt) || price != tt.wantPrice || ok != tt.wantOK {
+			t.Errorf("%s: CheapHour = %v, %s, %v; want %v, %s, %v", tt.name, at, price, ok, tt.wantAt, tt.wantPrice, tt.wantOK)
+		}
+	}
+}

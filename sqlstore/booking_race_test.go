@@ -45,3 +45,39 @@ func testApplyPlacementsSeesNewBookings(t *testing.T, b Backend) {
 		t.Fatalf("plan that saw the booking: %v", err)
 	}
 }
+
+// TestBookingNoteOutlivesMessage: a booking's note (why it was booked) is
+// stored with it and survives the start and the settlement, which
+// overwrite its message.
+func TestBookingNoteOutlivesMessage(t *testing.T) {
+	EachBackend(t, func(t *testing.T, b Backend) {
+		db := b.MustOpen(t)
+		ctx := t.Context()
+		host := MustAccount(t, db, "host", 0)
+		renter := MustAccount(t, db, "renter", suanli.Dollars(100))
+		m := MustMachine(t, db, host.ID, 1)
+		w := &suanli.Window{MachineID: m.ID, HostID: host.ID, GPUs: 1, Start: t0.Add(time.Hour), End: t0.Add(4 * time.Hour), PriceGPU: suanli.Dollars(1)}
+		if err := db.CreateWindow(ctx, w, 1, t0); err != nil {
+			t.Fatal(err)
+		}
+		const note = "deferred job: booked window 1, $2.00 less than running now"
+		bk := &suanli.Booking{WindowID: w.ID, AccountID: renter.ID, GPUs: 1, Start: w.Start, End: w.Start.Add(time.Hour),
+			PriceGPU: suanli.Dollars(1), Cost: suanli.Dollars(1), Image: "img", Note: note}
+		if err := db.CreateBooking(ctx, bk, t0); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.MarkBookingStarted(ctx, bk.ID, 7, w.Start); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.SettleBooking(ctx, bk.ID, suanli.BookingCompleted, 0, "delivered", w.Start.Add(time.Hour), suanli.BookingRunning); err != nil {
+			t.Fatal(err)
+		}
+		got, err := db.FindBookingByID(ctx, bk.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Note != note || got.Message != "delivered" {
+			t.Errorf("booking after settling: note %q, message %q; want note %q, message %q", got.Note, got.Message, note, "delivered")
+		}
+	})
+}

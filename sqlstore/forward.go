@@ -37,7 +37,7 @@ func scanWindow(r scanner) (*suanli.Window, error) {
 }
 
 const bookingCols = `id, window_id, machine_id, host_id, account_id, gpus, start_us, end_us, price_gpu, cost, fee_bp, cancel_deadline,
-	cancel_fee_bp, status, instance_id, image, cmd, refund, paid, started_at, ended_at, message, schedule_id, created_at`
+	cancel_fee_bp, status, instance_id, image, cmd, refund, paid, started_at, ended_at, message, note, schedule_id, created_at`
 
 func scanBooking(r scanner) (*suanli.Booking, error) {
 	var b suanli.Booking
@@ -45,7 +45,7 @@ func scanBooking(r scanner) (*suanli.Booking, error) {
 	var cmd string
 	var started, ended sql.NullInt64
 	if err := r.Scan(&b.ID, &b.WindowID, &b.MachineID, &b.HostID, &b.AccountID, &b.GPUs, &start, &end, &price, &cost, &b.FeeBP, &deadline,
-		&b.CancelFeeBP, &b.Status, &b.InstanceID, &b.Image, &cmd, &refund, &paid, &started, &ended, &b.Message, &b.ScheduleID, &created); err != nil {
+		&b.CancelFeeBP, &b.Status, &b.InstanceID, &b.Image, &cmd, &refund, &paid, &started, &ended, &b.Message, &b.Note, &b.ScheduleID, &created); err != nil {
 		return nil, err
 	}
 	b.Start, b.End, b.CancelDeadline, b.CreatedAt = fromUS(start), fromUS(end), fromUS(deadline), fromUS(created)
@@ -251,9 +251,9 @@ func (s *DB) CreateBooking(ctx context.Context, b *suanli.Booking, now time.Time
 		b.MachineID, b.HostID, b.Status, b.CreatedAt = w.MachineID, w.HostID, suanli.BookingBooked, now
 		b.CancelDeadline, b.CancelFeeBP = b.Start.Add(-w.CancelBefore), w.CancelFeeBP
 		id, err := tx.insert(ctx, `INSERT INTO bookings (window_id, machine_id, host_id, account_id, gpus, start_us, end_us, price_gpu, cost, fee_bp,
-			cancel_deadline, cancel_fee_bp, status, image, cmd, schedule_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			cancel_deadline, cancel_fee_bp, status, image, cmd, note, schedule_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			b.WindowID, b.MachineID, b.HostID, b.AccountID, b.GPUs, us(b.Start), us(b.End), int64(b.PriceGPU), int64(b.Cost), b.FeeBP,
-			us(b.CancelDeadline), b.CancelFeeBP, b.Status, b.Image, string(cmd), b.ScheduleID, us(now))
+			us(b.CancelDeadline), b.CancelFeeBP, b.Status, b.Image, string(cmd), b.Note, b.ScheduleID, us(now))
 		if err != nil {
 			return err
 		}

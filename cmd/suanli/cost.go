@@ -35,7 +35,7 @@ func (g *guardFlags) register(cmd *cobra.Command) {
 	f.StringVar(&g.restart, "restart", "", "managed job: restart the workload when it ends: on-failure (non-zero exit) or always")
 	f.IntVar(&g.maxRestarts, "max-restarts", suanli.DefaultMaxRestarts, "at most this many restarts after exits (0: none; host losses and preemptions do not count)")
 	f.StringVar(&g.recover, "recover", "", "elsewhere: when the host is lost or the job preempted, relaunch it on another matching offer")
-	f.StringVar(&g.maxPrice, "max-price", "", "the most compute may cost per instance-hour: bounds the offers --query picks and any relaunch elsewhere (relaunches default to 1.5 × the current rate)")
+	f.StringVar(&g.maxPrice, "max-price", "", "the most compute may cost per instance-hour (the whole instance, all its GPUs): bounds the offers --query picks and any relaunch elsewhere (relaunches default to 1.5 × the current rate). With create --deadline or --schedule it is per GPU-hour instead: the most a window or offer may cost for each GPU")
 	cmd.RegisterFlagCompletionFunc("restart", cobra.FixedCompletions([]string{"on-failure", "always", "never"}, cobra.ShellCompDirectiveNoFileComp))
 	cmd.RegisterFlagCompletionFunc("recover", cobra.FixedCompletions([]string{"elsewhere"}, cobra.ShellCompDirectiveNoFileComp))
 }

@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,5 +60,36 @@ func TestBookingEndToEnd(t *testing.T) {
 		t.Errorf("renter paid %s (booking says %s), want exactly the locked %s: %+v", charges.Total, b.Paid, locked, charges.ByKind)
 	}
 	t.Logf("booking %d: started %s after its start, paid %s", b.ID, b.StartedAt.Sub(b.Start), charges.Total)
+	m.stop()
+}
+
+// TestBookByQueryCLI books through the real binary by a window query: the
+// cheapest matching window is booked, `bookings show` says why, and a
+// query nothing matches fails saying what to change.
+func TestBookByQueryCLI(t *testing.T) {
+	home := t.TempDir()
+	m, _ := startUp(t, home)
+	if _, err := m.run("host", "list", "1", "--price-gpu", "1.00"); err != nil {
+		t.Fatal(err)
+	}
+	var dear, cheap suanli.Window
+	m.mustJSON(&dear, "host", "offer-window", "1", "--gpus", "1", "--start", "+1h", "--end", "+11h", "--price", "3.00")
+	m.mustJSON(&cheap, "host", "offer-window", "1", "--gpus", "1", "--start", "+2h", "--end", "+12h", "--price", "2.00")
+	var b suanli.Booking
+	m.mustJSON(&b, "book", "gpu_name=RTX_4090 hours>=8", "--hours", "2", "--gpus", "1", "--image", "busybox", "--", "true")
+	if b.WindowID != cheap.ID || b.PriceGPU != suanli.Dollars(2) || b.Cost != suanli.Dollars(4) {
+		t.Fatalf("booked %+v, want window %d at 2.00/GPU-h for 2 h", b, cheap.ID)
+	}
+	out, err := m.run("bookings", "show", fmt.Sprint(b.ID))
+	if err != nil || !strings.Contains(out, "booked by query") || !strings.Contains(out, fmt.Sprintf("window %d", cheap.ID)) {
+		t.Errorf("bookings show: %v\n%s", err, out)
+	}
+	out, err = m.run("book", "gpu_name=H100 hours>=8", "--hours", "2", "--image", "busybox")
+	if err == nil || !strings.Contains(err.Error(), "loosen the query") {
+		t.Errorf("book a query nothing matches: %v\n%s", err, out)
+	}
+	if out, err := m.run("book", "--help"); err != nil || !strings.Contains(out, "suanli book 'gpu_name=RTX_4090") {
+		t.Errorf("book --help has no query example: %v\n%s", err, out)
+	}
 	m.stop()
 }

@@ -240,20 +240,42 @@ func newBookCmd(a *app) *cobra.Command {
 	var hours, gpus int
 	var jsonOut bool
 	cmd := &cobra.Command{
-		Use:   "book WINDOW [--start TIME] [--hours N] [--gpus N] --image IMAGE [-- CMD...]",
+		Use:   "book WINDOW_OR_QUERY [--start TIME] [--hours N] [--gpus N] --image IMAGE [-- CMD...]",
 		Short: "Book future capacity: the price is locked now and the cost held in escrow",
 		Long: `Book part of a window. The price is locked now; the cost moves from your
 balance to escrow (a hold, not a charge). At the start the instance launches by
 itself on the booked GPUs; at the end it stops and the provider is paid the
 locked price. Cancel with 'suanli bookings cancel ID': free up to the
-provider's deadline, its fee after.`,
+provider's deadline, its fee after.
+
+Give a window id (from 'suanli windows search'), or a window query — the same
+language 'suanli windows search' takes: the offer query for the machine plus
+start, end and hours for the window. A query books the cheapest open window
+that matches and holds the booking: the lowest price per GPU-hour (a window
+that takes bids at --bid, or at its floor), then the earliest start, then the
+lowest window id; 'suanli bookings show ID' says which and why. When the
+window chosen is taken by someone else while booking, nothing is booked and
+the command fails with a conflict: run it again.`,
+		Example: `  # a window by id, 2 GPUs for 8 hours from its start
+  suanli book 12 --hours 8 --gpus 2 --image pytorch/pytorch -- python train.py
+
+  # the cheapest RTX 4090 window of at least 8 hours from December 1st
+  suanli book 'gpu_name=RTX_4090 start>=2026-12-01T00:00Z hours>=8' --hours 8 --gpus 1 --image ubuntu:24.04
+
+  # the same, starting at a set time inside the window, as JSON
+  suanli book 'gpu_name=H100 num_gpus>=8' --start 2026-12-02T02:00Z --hours 6 --image busybox --json`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := idArg("window", args[0])
-			if err != nil {
-				return err
+			// An argument of digits is a window id; anything else a query.
+			c := suanli.BookingCreate{Hours: hours, GPUs: gpus, Image: image, Cmd: args[1:]}
+			var err error
+			if strings.Trim(args[0], "0123456789") == "" {
+				if c.WindowID, err = idArg("window", args[0]); err != nil {
+					return err
+				}
+			} else {
+				c.Query = args[0]
 			}
-			c := suanli.BookingCreate{WindowID: id, Hours: hours, GPUs: gpus, Image: image, Cmd: args[1:]}
 			if start != "" {
 				if c.Start, err = parseWhen("start", start, time.Now()); err != nil {
 					return err
@@ -276,9 +298,12 @@ provider's deadline, its fee after.`,
 			if jsonOut {
 				return a.printJSON(cmd, b)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "booking %d: %d GPUs on machine %d from %s to %s at %s/GPU-h; %s held in escrow; free cancel until %s\n",
-				b.ID, b.GPUs, b.MachineID, b.Start.Format(time.RFC3339), b.End.Format(time.RFC3339), b.PriceGPU.Decimal(), b.Cost.Decimal(),
+			fmt.Fprintf(cmd.OutOrStdout(), "booking %d: %d GPUs on machine %d (window %d) from %s to %s at %s/GPU-h; %s held in escrow; free cancel until %s\n",
+				b.ID, b.GPUs, b.MachineID, b.WindowID, b.Start.Format(time.RFC3339), b.End.Format(time.RFC3339), b.PriceGPU.Decimal(), b.Cost.Decimal(),
 				b.CancelDeadline.Format(time.RFC3339))
+			if b.Note != "" {
+				fmt.Fprintln(cmd.OutOrStdout(), b.Note)
+			}
 			return nil
 		},
 	}
@@ -286,7 +311,7 @@ provider's deadline, its fee after.`,
 	cmd.Flags().IntVar(&hours, "hours", 0, "hours to book (default: to the window's end)")
 	cmd.Flags().StringVar(&duration, "duration", "", "length as a duration instead of --hours (90m)")
 	cmd.Flags().IntVar(&gpus, "gpus", 0, "GPUs (default: all free in the window)")
-	cmd.Flags().StringVar(&bid, "bid", "", "bid per GPU-hour, for a window that takes bids")
+	cmd.Flags().StringVar(&bid, "bid", "", "bid per GPU-hour, for a window that takes bids (with a query, also the most a fixed-price window may cost)")
 	cmd.Flags().StringVar(&image, "image", "", "image the booking runs")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
 	return cmd
@@ -333,9 +358,10 @@ func newBookingsCmd(a *app) *cobra.Command {
 			return nil
 		},
 	}
+	var showJSON bool
 	show := &cobra.Command{
 		Use:   "show BOOKING",
-		Short: "One booking as JSON",
+		Short: "One booking: its window, price, escrow, status and why it was booked",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := idArg("booking", args[0])
@@ -346,10 +372,49 @@ func newBookingsCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.printJSON(cmd, b)
+			if showJSON {
+				return a.printJSON(cmd, b)
+			}
+			return printBooking(cmd, b)
 		},
 	}
-	show.Flags().Bool("json", true, "print JSON (always)")
+	show.Flags().BoolVar(&showJSON, "json", false, "print JSON")
 	cmd.AddCommand(cancel, show)
 	return cmd
+}
+
+// printBooking prints one booking as key/value lines, its note (why it was
+// booked this way) included.
+func printBooking(cmd *cobra.Command, b *suanli.Booking) error {
+	t := table(cmd.OutOrStdout())
+	row := func(k, v string) { fmt.Fprintf(t, "%s\t%s\n", k, v) }
+	row("booking", strconv.FormatInt(b.ID, 10))
+	status := b.Status
+	if b.Message != "" {
+		status += " — " + b.Message
+	}
+	row("status", status)
+	row("window", fmt.Sprintf("%d on machine %d", b.WindowID, b.MachineID))
+	row("gpus", strconv.Itoa(b.GPUs))
+	row("time", fmt.Sprintf("%s to %s (%s)", b.Start.Format(time.RFC3339), b.End.Format(time.RFC3339), b.End.Sub(b.Start)))
+	row("price", b.PriceGPU.Decimal()+"/GPU-h, locked")
+	row("cost", b.Cost.Decimal()+" held in escrow")
+	row("free cancel until", fmt.Sprintf("%s (%s fee after)", b.CancelDeadline.Format(time.RFC3339), bpString(b.CancelFeeBP)))
+	if b.InstanceID != 0 {
+		row("instance", fmt.Sprintf("%d (suanli show %d)", b.InstanceID, b.InstanceID))
+	}
+	if b.Paid != 0 || b.Refund != 0 {
+		row("settled", fmt.Sprintf("%s paid, %s refunded", b.Paid.Decimal(), b.Refund.Decimal()))
+	}
+	if b.ScheduleID != 0 {
+		row("schedule", strconv.FormatInt(b.ScheduleID, 10))
+	}
+	row("image", b.Image)
+	if len(b.Cmd) > 0 {
+		row("command", strings.Join(b.Cmd, " "))
+	}
+	if b.Note != "" {
+		row("why", b.Note)
+	}
+	return t.Flush()
 }

@@ -9,7 +9,9 @@ import (
 )
 
 // createLater handles create --deadline (a deferred job) and create
-// --schedule (a recurring rental).
+// --schedule (a recurring rental). Here maxPrice (--max-price) is per
+// GPU-hour, the unit windows are priced in; a plain create reads the same
+// flag per instance-hour (guardFlags.apply).
 func createLater(cmd *cobra.Command, a *app, query, deadline, schedule string, hours int, c suanli.InstanceCreate, maxPrice string, jsonOut bool) error {
 	if hours <= 0 {
 		return suanli.FieldErrorf("hours", "give how long the job runs: --hours 6")

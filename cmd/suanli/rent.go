@@ -145,7 +145,8 @@ may preempt interruptible ones to get its GPUs; it starts once they stopped.
 
 Instead of an offer, --query picks offers with the query language
 (num_gpus there is the GPUs per instance; --max-price bounds the compute
-price per instance-hour). --count N rents N instances in one request;
+price per instance-hour, or per GPU-hour with --deadline or --schedule).
+--count N rents N instances in one request;
 --all-or-nothing rents none unless all N can be placed.
 
 Ghost-spend guards are on by default: an instance idle (CPU and GPU under
