@@ -68,9 +68,14 @@ type Offer struct {
 	EncryptedDisk   bool    `json:"encrypted_disk"`
 	DirectPortCount int     `json:"direct_port_count"`
 	CarbonIntensity float64 `json:"carbon_intensity"` // gCO2/kWh of the host's grid, 0 when unknown
-	Green           bool    `json:"green"`
-	LatencyMS       float64 `json:"latency_ms"` // to the renter's location, 0 when unknown
-	PreemptGraceS   int     `json:"preempt_grace_s"`
+	// CO2PerHour is the estimated grams of CO2 per hour for the offer's GPUs
+	// (and its CPU cores) at full load, at the host's grid intensity, with a
+	// data centre's PUE; 0 when the intensity is unknown. The control plane
+	// fills it when it derives the offer (advisor.OfferCO2PerHour).
+	CO2PerHour    float64 `json:"co2_g_per_hour"`
+	Green         bool    `json:"green"`
+	LatencyMS     float64 `json:"latency_ms"` // to the renter's location, 0 when unknown
+	PreemptGraceS int     `json:"preempt_grace_s"`
 	// InterruptionRate is the share of this host's interruptible rentals of
 	// the last 30 days that were preempted at least once (0..1).
 	InterruptionRate float64 `json:"interruption_rate"`

@@ -13,7 +13,7 @@
 //   - how far away an offer is: ParseLocation, LatencyMS.
 //
 // The control plane calls Annotate to fill an offer's carbon_intensity,
-// green and latency_ms fields.
+// green and latency_ms fields, then OfferCO2PerHour for co2_g_per_hour.
 //
 // It owns its reference tables (models, GPUs, public-cloud list prices, grid
 // carbon intensities, country positions, workload rules of thumb); every row

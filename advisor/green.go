@@ -158,6 +158,27 @@ func EstimateGCO2PerHour(o *suanli.Offer, utilisation float64) (Emission, error)
 	return e, nil
 }
 
+// OfferUtilisation is the load Offer.CO2PerHour assumes: full. A rented GPU
+// runs the renter's job, and the figure is then what the offer emits at
+// most, the fair number to compare offers by.
+const OfferUtilisation = 1.0
+
+// OfferCO2PerHour is the value of Offer.CO2PerHour: EstimateGCO2PerHour at
+// OfferUtilisation, or 0 when the offer's CarbonIntensity is unknown (0)
+// rather than the world-average guess, so that a filter or an order on it
+// compares only hosts whose grid is known. Call it after Annotate, which
+// fills CarbonIntensity from the country.
+func OfferCO2PerHour(o *suanli.Offer) float64 {
+	if o.CarbonIntensity <= 0 {
+		return 0
+	}
+	e, err := EstimateGCO2PerHour(o, OfferUtilisation)
+	if err != nil { // cannot happen: OfferUtilisation is within [0, 1]
+		return 0
+	}
+	return math.Round(e.GCO2PerHour*10) / 10
+}
+
 // Annotate fills the advisor's fields of an offer for the control plane:
 // CarbonIntensity from the offer's country when it is 0, Green when that
 // intensity is at most GreenThreshold (a provider's own green claim is

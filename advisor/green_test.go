@@ -106,6 +106,27 @@ func TestAnnotate(t *testing.T) {
 	}
 }
 
+// TestOfferCO2PerHour: the offer field is the full-load estimate at the
+// offer's known intensity, and 0 (unknown) rather than a world-average
+// guess when the grid is unknown. 2 × RTX 4090 (450 W) and 16 cores in
+// Poland at the plug: (900 + 80) W × 660 g/kWh = 646.8 g/h.
+func TestOfferCO2PerHour(t *testing.T) {
+	o := &suanli.Offer{GPUName: "RTX 4090", NumGPUs: 2, CPUCores: 16, Country: "PL"}
+	advisor.Annotate(o, advisor.Location{})
+	if got := advisor.OfferCO2PerHour(o); got != 646.8 {
+		t.Errorf("OfferCO2PerHour(2 × RTX 4090, PL) = %v, want 646.8", got)
+	}
+	e, _ := advisor.EstimateGCO2PerHour(o, advisor.OfferUtilisation)
+	if got := advisor.OfferCO2PerHour(o); math.Abs(got-e.GCO2PerHour) > 0.05 {
+		t.Errorf("OfferCO2PerHour = %v, EstimateGCO2PerHour at full load = %v", got, e.GCO2PerHour)
+	}
+	unknown := &suanli.Offer{GPUName: "RTX 4090", NumGPUs: 2, CPUCores: 16, Country: "XX"}
+	advisor.Annotate(unknown, advisor.Location{})
+	if got := advisor.OfferCO2PerHour(unknown); got != 0 {
+		t.Errorf("OfferCO2PerHour(unknown grid) = %v, want 0", got)
+	}
+}
+
 func TestLatencyMS(t *testing.T) {
 	frankfurt, london := advisor.At(50.11, 8.68), advisor.At(51.51, -0.13)
 	newYork := advisor.At(40.71, -74.01)

@@ -137,19 +137,25 @@ func (w Workload) MicroBatch() int {
 // parts. Total = Weights + Gradients + OptimizerStates + Activations +
 // KVCache + Overhead. Alternatives say what changing one choice would need.
 type Estimate struct {
-	Workload        Workload      `json:"workload"` // with defaults filled in
-	ModelName       string        `json:"model_name"`
-	Params          int64         `json:"params"`
-	Trainable       int64         `json:"trainable"` // parameters with gradients (0 for inference)
-	Weights         int64         `json:"weights"`
-	Gradients       int64         `json:"gradients"`
-	OptimizerStates int64         `json:"optimizer_states"` // incl. fp32 master weights under mixed precision
-	Activations     int64         `json:"activations"`
-	KVCache         int64         `json:"kv_cache"`
-	Overhead        int64         `json:"overhead"` // CUDA context and allocator fragmentation
-	Total           int64         `json:"total"`
-	Assumptions     []string      `json:"assumptions"`
-	Alternatives    []Alternative `json:"alternatives,omitempty"`
+	Workload        Workload `json:"workload"` // with defaults filled in
+	ModelName       string   `json:"model_name"`
+	Params          int64    `json:"params"`
+	Trainable       int64    `json:"trainable"` // parameters with gradients (0 for inference)
+	Weights         int64    `json:"weights"`
+	Gradients       int64    `json:"gradients"`
+	OptimizerStates int64    `json:"optimizer_states"` // incl. fp32 master weights under mixed precision
+	Activations     int64    `json:"activations"`
+	KVCache         int64    `json:"kv_cache"`
+	Overhead        int64    `json:"overhead"` // CUDA context and allocator fragmentation
+	Total           int64    `json:"total"`
+	// PublishedGB is the published minimum GPU memory for this workload, in
+	// GB as cards are sold (binary): set when the model's table row has one
+	// and the workload is the model's typical workload, 0 otherwise. The
+	// recommendation (SmallestCard, SearchQuery) never falls below it, even
+	// when the formula's Total does.
+	PublishedGB  float64       `json:"published_gb,omitempty"`
+	Assumptions  []string      `json:"assumptions"`
+	Alternatives []Alternative `json:"alternatives,omitempty"`
 }
 
 // Alternative is the estimate's total under one change of the workload.
@@ -182,6 +188,7 @@ func EstimateVRAM(w Workload) (*Estimate, error) {
 	if err != nil {
 		return nil, err
 	}
+	e.PublishedGB = publishedGB(e.Workload)
 	for _, alt := range alternatives(e.Workload, isTransformer(a.kind)) {
 		ae, _, err := estimate(alt.w)
 		if err != nil {
@@ -190,6 +197,23 @@ func EstimateVRAM(w Workload) (*Estimate, error) {
 		e.Alternatives = append(e.Alternatives, Alternative{Change: alt.change, Total: ae.Total, Delta: ae.Total - e.Total})
 	}
 	return e, nil
+}
+
+// publishedGB returns the model's published minimum when w (resolved) is
+// the model's typical workload, else 0: a published figure refers to one
+// workload, and a changed dtype, batch or task voids it.
+func publishedGB(w Workload) float64 {
+	if w.Model == "" {
+		return 0
+	}
+	m, ok := FindModel(w.Model)
+	if !ok || m.PublishedGB <= 0 {
+		return 0
+	}
+	if t, _, _, err := resolve(m.TypicalWorkload()); err != nil || t != w {
+		return 0
+	}
+	return m.PublishedGB
 }
 
 // arch is the architecture the activation formulas use.
@@ -499,25 +523,38 @@ func alternatives(w Workload, transformer bool) []alt {
 	return out
 }
 
-// MinGPUGiB is the smallest whole number of GiB that holds the estimate:
-// the gpu_ram floor for a search.
-func (e *Estimate) MinGPUGiB() int { return int((e.Total + GiB - 1) / GiB) }
+// Required is the GPU memory to plan for, in bytes: the estimate's Total,
+// or the published minimum when there is one and it is larger.
+func (e *Estimate) Required() int64 {
+	return max(e.Total, int64(math.Ceil(e.PublishedGB*GiB)))
+}
+
+// MinGPUGiB is the smallest whole number of GiB that holds Required.
+func (e *Estimate) MinGPUGiB() int { return int((e.Required() + GiB - 1) / GiB) }
 
 // CardSizesGiB are common GPU memory sizes, smallest first (RTX 3060 12,
 // RTX 4090 24, L40S 48, H100 80, H100 NVL 94, H200 141, B200 180, MI300X 192).
 var CardSizesGiB = []int{4, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 80, 94, 141, 180, 192}
 
-// SmallestCard returns the smallest common card size that holds the
-// estimate on one GPU, and 0 when none does (the model must be split over
-// GPUs).
+// SmallestCard returns the smallest common card size that holds Required
+// (the estimate, or the published minimum when larger) on one GPU, and 0
+// when none does (the model must be split over GPUs).
 func (e *Estimate) SmallestCard() int {
+	need := e.Required()
 	for _, c := range CardSizesGiB {
-		if int64(c)*GiB >= e.Total {
+		if int64(c)*GiB >= need {
 			return c
 		}
 	}
 	return 0
 }
+
+// CardShortfallBP is how far, in basis points, the memory a driver reports
+// may fall short of the size a card is sold as: an RTX 4090 reports 24,564
+// MiB (23.99 GB), an "80 GB" H100 81,559 MiB (79.6), a 16 GB V100 16,160 MiB
+// (15.78). A published minimum is a card size, so the search floor for it
+// is the size less this shortfall: below it, but above any smaller card.
+const CardShortfallBP = 200
 
 // SearchQuery is the offer query (DESIGN §5) for machines that hold the
 // estimate: one GPU with enough memory, or, past the largest card, enough
@@ -526,9 +563,14 @@ func (e *Estimate) SmallestCard() int {
 //
 // The floor is in GB to one decimal, rounded up: offers report memory as the
 // driver does (an "80 GB" H100 shows 79.6), so a whole-number floor would
-// drop cards that fit.
+// drop cards that fit. With a published minimum (PublishedGB), the floor is
+// at least that card size as drivers report it (less CardShortfallBP),
+// which admits the published card and no smaller one.
 func (e *Estimate) SearchQuery() string {
 	tenths := (e.Total*10 + GiB - 1) / GiB
+	if e.PublishedGB > 0 {
+		tenths = max(tenths, int64(math.Ceil(e.PublishedGB*10*(10000-CardShortfallBP)/10000)))
+	}
 	n := fmt.Sprintf("%d.%d", tenths/10, tenths%10)
 	if e.SmallestCard() == 0 {
 		return "gpu_total_ram>=" + n

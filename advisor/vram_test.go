@@ -2,6 +2,7 @@ package advisor_test
 
 import (
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -26,8 +27,11 @@ func within(got, want, tol float64) bool { return math.Abs(got-want) <= tol*want
 // TestVRAMIssueMinimums checks the minimums Suanli issue 10 states (ResNet50
 // 8 GB, BERT-base 16 GB, Stable Diffusion 1.4 10 GB, LLaMA-7B 24 GB) and the
 // openai/whisper README's "~10 GB" for large. A published minimum is a card
-// size with headroom, so the estimate for the model's typical workload must
-// fit in it and need more than half of it: a figure we would over- or
+// size with headroom: the advice for the model's typical workload must
+// recommend at least that card, and its offer query must admit that card (as
+// drivers report it, a little under its size) and refuse every smaller one,
+// whatever the formula says. The formula's own estimate must still fit the
+// published size and need more than half of it: a figure we would over- or
 // under-shoot by 2× fails.
 func TestVRAMIssueMinimums(t *testing.T) {
 	for _, tc := range []struct {
@@ -49,10 +53,62 @@ func TestVRAMIssueMinimums(t *testing.T) {
 			t.Errorf("%s: table says %v GB, source (%s) says %v", tc.model, m.PublishedGB, tc.source, tc.gb)
 		}
 		e := mustEstimate(t, m.TypicalWorkload())
-		got := advisor.GiBOf(e.Total)
-		if got > tc.gb || got <= tc.gb/2 {
+		if got := advisor.GiBOf(e.Total); got > tc.gb || got <= tc.gb/2 {
 			t.Errorf("%s %+v: estimate %.2f GiB, want in (%.0f, %.0f] (%s)", tc.model, e.Workload, got, tc.gb/2, tc.gb, tc.source)
 		}
+		if e.PublishedGB != tc.gb {
+			t.Errorf("%s typical workload: Estimate.PublishedGB = %v, want %v (%s)", tc.model, e.PublishedGB, tc.gb, tc.source)
+		}
+		if got := advisor.GiBOf(e.Required()); got < tc.gb {
+			t.Errorf("%s: Required = %.2f GiB, below the published %v GB (%s)", tc.model, got, tc.gb, tc.source)
+		}
+		if c := e.SmallestCard(); float64(c) < tc.gb {
+			t.Errorf("%s: SmallestCard = %d GB, below the published %v GB (%s)", tc.model, c, tc.gb, tc.source)
+		}
+		q := e.SearchQuery()
+		floor := queryFloor(t, q)
+		reported := tc.gb * (10000 - advisor.CardShortfallBP) / 10000 // the card as its driver may report it
+		if floor < reported || floor > tc.gb {
+			t.Errorf("%s: SearchQuery = %q, want a floor in [%.2f, %v]: the published %v GB card and no smaller (%s)", tc.model, q, reported, tc.gb, tc.gb, tc.source)
+		}
+		for _, c := range advisor.CardSizesGiB {
+			if float64(c) < tc.gb && float64(c) >= floor {
+				t.Errorf("%s: SearchQuery = %q admits a %d GB card, below the published %v GB", tc.model, q, c, tc.gb)
+			}
+		}
+	}
+}
+
+// queryFloor returns the number of a "gpu_ram>=N" query.
+func queryFloor(t *testing.T, q string) float64 {
+	t.Helper()
+	n, ok := strings.CutPrefix(q, "gpu_ram>=")
+	if !ok {
+		t.Fatalf("query %q: want gpu_ram>=N", q)
+	}
+	f, err := strconv.ParseFloat(n, 64)
+	if err != nil {
+		t.Fatalf("query %q: %v", q, err)
+	}
+	return f
+}
+
+// TestVRAMPublishedOnlyForTypical: a published figure belongs to one
+// workload. The same workload spelled out gets it; a changed one does not,
+// and its advice follows the formula alone.
+func TestVRAMPublishedOnlyForTypical(t *testing.T) {
+	spelled := mustEstimate(t, advisor.Workload{Model: "LLaMA-7B", Task: advisor.TaskInfer, Dtype: advisor.FP16, Batch: 1, Seq: 2048})
+	if spelled.PublishedGB != 24 || spelled.SmallestCard() != 24 {
+		t.Errorf("llama-7b typical spelled out: PublishedGB %v, SmallestCard %d; want 24, 24", spelled.PublishedGB, spelled.SmallestCard())
+	}
+	int4 := mustEstimate(t, advisor.Workload{Model: "llama-7b", Dtype: advisor.INT4, Seq: 2048})
+	if int4.PublishedGB != 0 || int4.Required() != int4.Total || int4.SmallestCard() >= 24 {
+		t.Errorf("llama-7b int4: PublishedGB %v, Required %d (Total %d), SmallestCard %d; want 0, Total, under 24",
+			int4.PublishedGB, int4.Required(), int4.Total, int4.SmallestCard())
+	}
+	none := mustEstimate(t, advisor.Workload{Model: "llama-3.1-8b"})
+	if none.PublishedGB != 0 {
+		t.Errorf("llama-3.1-8b: PublishedGB %v, want 0 (no published figure in the table)", none.PublishedGB)
 	}
 }
 

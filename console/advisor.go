@@ -127,14 +127,13 @@ func readVRAMInputs(q url.Values) vramInputs {
 // vramView is the GPU-memory tool: the model table for the form, the
 // inputs, and the estimate with offers that hold it.
 type vramView struct {
-	In      vramInputs
-	E       *advisor.Estimate
-	Model   *advisor.Model // the named model, if one was
-	Typical bool           // the model's typical workload, unchanged: its published figure applies
-	Desc    string
-	Parts   []vramPart
-	Offers  *suanli.OfferResult
-	Query   string // the offer query for machines that hold it
+	In     vramInputs
+	E      *advisor.Estimate
+	Model  *advisor.Model // the named model, if one was
+	Desc   string
+	Parts  []vramPart
+	Offers *suanli.OfferResult
+	Query  string // the offer query for machines that hold it
 }
 
 // vramPart is one line of the breakdown.
@@ -165,49 +164,45 @@ func smallInt(field, s string) (int, bool, error) {
 // workload turns the inputs into the advisor's workload, as `suanli advise
 // vram` does with its flags: a named model starts from its typical
 // workload, and each input given changes it.
-func (in vramInputs) workload() (advisor.Workload, *advisor.Model, bool, error) {
+func (in vramInputs) workload() (advisor.Workload, *advisor.Model, error) {
 	var w advisor.Workload
 	var model *advisor.Model
 	name, params := strings.TrimSpace(in.Model), strings.TrimSpace(in.Params)
 	if name != "" {
 		m, ok := advisor.FindModel(name)
 		if !ok {
-			return w, nil, false, suanli.FieldErrorf("model", "unknown model %q: choose one from the list, or give the parameter count", name)
+			return w, nil, suanli.FieldErrorf("model", "unknown model %q: choose one from the list, or give the parameter count", name)
 		}
 		model, w = m, m.TypicalWorkload()
 	}
 	if params != "" {
 		if model != nil {
-			return w, nil, false, suanli.FieldErrorf("params", "choose a model or give a parameter count, not both")
+			return w, nil, suanli.FieldErrorf("params", "choose a model or give a parameter count, not both")
 		}
 		n, err := advisor.ParseParams(params)
 		if err != nil {
-			return w, nil, false, err
+			return w, nil, err
 		}
 		w.Params = n
 	}
 	if model == nil && params == "" {
-		return w, nil, false, suanli.FieldErrorf("params", "choose a model or give the parameter count, such as 7B")
+		return w, nil, suanli.FieldErrorf("params", "choose a model or give the parameter count, such as 7B")
 	}
-	typical := model != nil
 	var err error
 	if s := strings.TrimSpace(in.Dtype); s != "" {
 		if w.Dtype, err = advisor.ParseDtype(s); err != nil {
-			return w, nil, false, err
+			return w, nil, err
 		}
-		typical = false
 	}
 	if s := strings.TrimSpace(in.Task); s != "" {
 		if w.Task, err = advisor.ParseTask(s); err != nil {
-			return w, nil, false, err
+			return w, nil, err
 		}
-		typical = false
 	}
 	if s := strings.TrimSpace(in.Optimizer); s != "" {
 		if w.Optimizer, err = advisor.ParseOptimizer(s); err != nil {
-			return w, nil, false, err
+			return w, nil, err
 		}
-		typical = false
 	}
 	for _, f := range []struct {
 		field, text string
@@ -215,18 +210,18 @@ func (in vramInputs) workload() (advisor.Workload, *advisor.Model, bool, error) 
 	}{{"batch", in.Batch, &w.Batch}, {"seq", in.Seq, &w.Seq}, {"grad-accum", in.GradAccum, &w.GradAccum}} {
 		n, set, err := smallInt(f.field, f.text)
 		if err != nil {
-			return w, nil, false, err
+			return w, nil, err
 		}
 		if set {
-			*f.dst, typical = n, false
+			*f.dst = n
 		}
 	}
 	rank, set, err := smallInt("lora-rank", in.LoRARank)
 	if err != nil {
-		return w, nil, false, err
+		return w, nil, err
 	}
 	if set {
-		w.LoRA, w.LoRARank, typical = true, rank, false
+		w.LoRA, w.LoRARank = true, rank
 	}
 	for _, f := range []struct {
 		text string
@@ -234,17 +229,17 @@ func (in vramInputs) workload() (advisor.Workload, *advisor.Model, bool, error) 
 	}{{in.LoRA, &w.LoRA}, {in.Checkpointing, &w.Checkpointing}} {
 		switch f.text {
 		case "on":
-			*f.dst, typical = true, false
+			*f.dst = true
 		case "off":
-			*f.dst, typical = false, false
+			*f.dst = false
 		}
 	}
-	return w, model, typical, nil
+	return w, model, nil
 }
 
 // adviseVRAM estimates the memory and finds the cheapest offers that hold it.
 func (c *Console) adviseVRAM(r *http.Request, v *vramView) error {
-	w, model, typical, err := v.In.workload()
+	w, model, err := v.In.workload()
 	if err != nil {
 		return err
 	}
@@ -252,7 +247,7 @@ func (c *Console) adviseVRAM(r *http.Request, v *vramView) error {
 	if err != nil {
 		return err
 	}
-	v.E, v.Model, v.Typical, v.Query = e, model, typical, e.SearchQuery()
+	v.E, v.Model, v.Query = e, model, e.SearchQuery()
 	v.Desc = workloadText(e.Workload)
 	v.Parts = []vramPart{{"Weights", e.Weights}, {"Gradients", e.Gradients}, {"Optimizer states", e.OptimizerStates},
 		{"Activations", e.Activations}, {"KV cache", e.KVCache}, {"Overhead", e.Overhead}}

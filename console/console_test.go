@@ -443,6 +443,28 @@ func TestFormErrorsNameTheField(t *testing.T) {
 	}
 }
 
+// TestOfferShowsCO2: an offer's page shows its estimated emissions
+// (co2_g_per_hour) with the grid they assume, or says the grid is unknown;
+// the search language filters on them. RTX 4090 (450 W) and 16 cores (5 W
+// each) in Sweden (41 g/kWh): 530 W × 0.041 = 21.7 g/h.
+func TestOfferShowsCO2(t *testing.T) {
+	m := newMarket(t, marketOptions{control: control.Config{AllowSimulated: true}})
+	se, _, _ := m.addMachine(machineSpec{host: "nordic", gpus: "RTX 4090:1", price: 400_000, minBid: 200_000})
+	unknown, _, _ := m.addMachine(machineSpec{host: "nowhere", gpus: "RTX 4090:1", price: 400_000, minBid: 200_000})
+	country := "SE"
+	if _, err := m.svc.ListMachine(as(m.providerID), se, suanli.ListingUpdate{Country: &country}); err != nil {
+		t.Fatal(err)
+	}
+	b := m.browser()
+	b.signIn(m.renterKey)
+	contains(t, b.get("/offers/"+strconv.FormatInt(se, 10)), `id="offer-co2">21.7 g an hour at full load, on a 41 gCO2/kWh grid (green)`)
+	contains(t, b.get("/offers/"+strconv.FormatInt(unknown, 10)), `id="offer-co2">unknown: the host's grid is not known`)
+	r := b.get("/?q=" + url.QueryEscape("co2_g_per_hour>0 co2_g_per_hour<500"))
+	if !strings.Contains(r.body, "1–1 of 1 offers") || !strings.Contains(r.body, "/offers/"+strconv.FormatInt(se, 10)) {
+		t.Errorf("co2_g_per_hour>0 co2_g_per_hour<500 does not keep only the Swedish machine\n%s", r.body)
+	}
+}
+
 // madeUp returns a token that differs from token in its first character
 // (a token that happens to start with the replacement letter must still
 // come out different).

@@ -676,3 +676,49 @@ func TestDestroyAfterStopped(t *testing.T) {
 		t.Errorf("instance without the guard: %s, want stopped", s)
 	}
 }
+
+// TestOfferCO2PerHour: offers carry their estimated emissions at full load
+// (advisor.OfferCO2PerHour), from the host's country, following the free
+// capacity, and the query language filters on it. Both machines: 2 × RTX
+// 4090 (450 W) and 8 cores (5 W each) at the plug: 940 W, in Poland (660
+// g/kWh) 620.4 g/h, in the US (370) 347.8 g/h.
+func TestOfferCO2PerHour(t *testing.T) {
+	f := newFixture(t, suanli.Dollars(100), control.Config{})
+	us, _ := f.addMachine(t, 1_000_000)
+	o, err := f.svc.FindOfferByID(f.renter, f.machine)
+	if err != nil || o.CarbonIntensity != 0 || o.CO2PerHour != 0 {
+		t.Fatalf("no country: offer %+v (%v), want intensity and co2_g_per_hour unknown (0)", o, err)
+	}
+	pl, us2 := "PL", "US"
+	if _, err := f.svc.ListMachine(f.host, f.machine, suanli.ListingUpdate{Country: &pl}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.ListMachine(f.host, us, suanli.ListingUpdate{Country: &us2}); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[int64]float64{f.machine: 620.4, us: 347.8} {
+		o, err := f.svc.FindOfferByID(f.renter, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.CO2PerHour != want {
+			t.Errorf("offer %d: co2_g_per_hour %v, want %v", id, o.CO2PerHour, want)
+		}
+	}
+	res, err := f.svc.SearchOffers(f.renter, suanli.OfferQuery{Query: "co2_g_per_hour<500"})
+	if err != nil || len(res.Offers) != 1 || res.Offers[0].ID != us {
+		t.Fatalf("co2_g_per_hour<500: %v %v, want the US machine only", offerSummary(res), err)
+	}
+	res, err = f.svc.SearchOffers(f.renter, suanli.OfferQuery{Order: "co2_g_per_hour"})
+	if err != nil || len(res.Offers) != 2 || res.Offers[0].ID != us {
+		t.Fatalf("ordered by co2_g_per_hour: %v %v, want the US machine first", offerSummary(res), err)
+	}
+	// Renting one GPU of the Polish machine leaves half: (450 + 20) W × 0.66.
+	f.create(t, suanli.InstanceCreate{})
+	if o, err = f.svc.FindOfferByID(f.renter, f.machine); err != nil {
+		t.Fatal(err)
+	}
+	if o.NumGPUs != 1 || o.CO2PerHour != 310.2 {
+		t.Errorf("after renting 1 GPU: %d GPUs, co2_g_per_hour %v, want 1, 310.2", o.NumGPUs, o.CO2PerHour)
+	}
+}

@@ -93,6 +93,7 @@ func offerFor(m *suanli.Machine, u sched.Usage, now time.Time) *suanli.Offer {
 	o.DPHTotal = o.DPHBase + suanli.MulDiv(l.PriceDisk, suanli.DefaultStorageGB*suanli.MicrosPerHour, suanli.MicrosPerMonth)
 	o.Rentable = l.Listed && m.Status == suanli.MachineOnline && free > 0 && (l.EndDate == nil || l.EndDate.After(now))
 	advisor.Annotate(o, advisor.Location{}) // carbon intensity and green, from the host's country
+	o.CO2PerHour = advisor.OfferCO2PerHour(o)
 	return o
 }
 

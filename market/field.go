@@ -178,6 +178,7 @@ var fields = []field{
 	{"encrypted_disk", kindBool, "", func(o *suanli.Offer) any { return &o.EncryptedDisk }},
 	{"direct_port_count", kindInt, "", func(o *suanli.Offer) any { return &o.DirectPortCount }},
 	{"carbon_intensity", kindFloat, "gCO2/kWh", func(o *suanli.Offer) any { return &o.CarbonIntensity }},
+	{"co2_g_per_hour", kindFloat, "g/h", func(o *suanli.Offer) any { return &o.CO2PerHour }},
 	{"green", kindBool, "", func(o *suanli.Offer) any { return &o.Green }},
 	{"latency_ms", kindFloat, "ms", func(o *suanli.Offer) any { return &o.LatencyMS }},
 	{"preempt_grace_s", kindInt, "s", func(o *suanli.Offer) any { return &o.PreemptGraceS }},

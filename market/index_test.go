@@ -42,7 +42,7 @@ func randOffer(r *rand.Rand, id int64) *suanli.Offer {
 		Simulated: r.IntN(10) == 0, Datacenter: r.IntN(4) == 0, Tier: []string{"datacenter", "verified", "community"}[r.IntN(3)],
 		Country: testCountries[r.IntN(len(testCountries))], Region: []string{"Europe", "North America", "Asia"}[r.IntN(3)],
 		DLPerf: float64(r.IntN(4000)) / 10, TotalFlops: float64(r.IntN(1000)), Duration: float64(r.IntN(100)),
-		StaticIP: r.IntN(2) == 0, DirectPortCount: r.IntN(3) * 10, CarbonIntensity: float64(r.IntN(500)),
+		StaticIP: r.IntN(2) == 0, DirectPortCount: r.IntN(3) * 10, CarbonIntensity: float64(r.IntN(500)), CO2PerHour: float64(r.IntN(20000)) / 10,
 		Green: r.IntN(4) == 0, PreemptGraceS: 30, HostStatus: "online",
 	}
 	o.GPUTotalRAM = o.GPURAM * float64(n)

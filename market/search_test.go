@@ -21,7 +21,7 @@ func mkOffer(id int64, edit func(o *suanli.Offer)) *suanli.Offer {
 		DPHBase: 400_000, StorageCost: 73_000, // $0.073/GB-month: 10 GB is $0.001/h
 		Reliability: 0.99, Verified: true, Rentable: true, Tier: "verified",
 		Country: "DE", Region: "Europe", Geolocation: "Berlin, DE", DLPerf: 40, TotalFlops: 80,
-		Duration: 30, HostStatus: "online",
+		Duration: 30, HostStatus: "online", CarbonIntensity: 380, CO2PerHour: 201.4,
 	}
 	if edit != nil {
 		edit(o)
@@ -34,23 +34,26 @@ func fixture() []*suanli.Offer {
 	end := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 	return []*suanli.Offer{
 		mkOffer(1, nil),
-		mkOffer(2, func(o *suanli.Offer) { o.NumGPUs, o.TotalGPUs, o.GPUTotalRAM, o.DPHBase = 2, 2, 48, 800_000 }),
+		mkOffer(2, func(o *suanli.Offer) {
+			o.NumGPUs, o.TotalGPUs, o.GPUTotalRAM, o.DPHBase, o.CO2PerHour = 2, 2, 48, 800_000, 372.4
+		}),
 		mkOffer(3, func(o *suanli.Offer) {
 			o.GPUName, o.GPURAM, o.GPUTotalRAM, o.NumGPUs, o.TotalGPUs = "A100 SXM4", 80, 640, 8, 8
 			o.DPHBase, o.DLPerf, o.Datacenter, o.Tier, o.Country, o.Region = 9_600_000, 400, true, "datacenter", "US", "North America"
 			o.ComputeCap, o.CUDAVersion, o.DriverVersion, o.EndDate = 800, 12.2, "535.104", &end
+			o.CarbonIntensity, o.CO2PerHour = 370, 1917.5
 		}),
 		mkOffer(4, func(o *suanli.Offer) { o.Rentable = false }),
 		mkOffer(5, func(o *suanli.Offer) { o.Simulated = true; o.HostID = 42 }),
 		mkOffer(6, func(o *suanli.Offer) {
 			o.GPUName, o.GPURAM, o.GPUTotalRAM, o.DPHBase, o.Reliability, o.Verified, o.Tier = "RTX 3090", 24, 24, 199_000, 0.6, false, "community"
-			o.DLPerf, o.DriverVersion, o.Country = 25, "535.9", "FR"
+			o.DLPerf, o.DriverVersion, o.Country, o.CarbonIntensity, o.CO2PerHour = 25, "535.9", "FR", 56, 24.1
 		}),
 		mkOffer(7, func(o *suanli.Offer) {
 			o.GPUName, o.NumGPUs, o.TotalGPUs, o.GPURAM, o.GPUTotalRAM, o.GPUArch, o.ComputeCap = "", 0, 0, 0, 0, "", 0
-			o.CPUCores, o.CPURAM, o.DPHBase, o.DLPerf, o.TotalFlops, o.CUDAVersion = 64, 256, 300_000, 0, 0, 0
+			o.CPUCores, o.CPURAM, o.DPHBase, o.DLPerf, o.TotalFlops, o.CUDAVersion, o.CO2PerHour = 64, 256, 300_000, 0, 0, 0, 121.6
 		}),
-		mkOffer(8, func(o *suanli.Offer) { o.DPHBase = 499_000; o.Hostname = "rig_8" }), // dph_total exactly $0.50
+		mkOffer(8, func(o *suanli.Offer) { o.DPHBase = 499_000; o.Hostname = "rig_8"; o.CO2PerHour = 210 }), // dph_total exactly $0.50
 	}
 }
 
@@ -138,6 +141,11 @@ func TestSearchConditions(t *testing.T) {
 		{"dlperf_per_dphtotal>100", "id", []int64{6}},                          // 25 / 0.2 = 125
 		{"flops_per_dphtotal>=199.5 flops_per_dphtotal<200", "id", []int64{1}}, // 80 / 0.401
 		{"cpu_ram>=256 num_gpus=0", "id", []int64{7}},
+		// Estimated emissions (advisor.OfferCO2PerHour), filtered and ordered.
+		{"co2_g_per_hour<500", "id", []int64{1, 2, 6, 7, 8}},
+		{"co2_g_per_hour<500", "co2_g_per_hour-", []int64{2, 8, 1, 7, 6}},
+		{"co2_g_per_hour>=1000", "id", []int64{3}},
+		{"co2_g_per_hour<100 green=false", "id", []int64{6}},
 	}
 	for _, tt := range tests {
 		r, err := searchBoth(t, all, suanli.OfferQuery{Query: tt.q, Order: tt.order}, market.Viewer{})

@@ -52,6 +52,9 @@ quantisation would change.
 Name a model from the built-in table (--list shows it, with sources), or give
 the parameter count with --params for any other model. A named model starts
 from its typical workload (ResNet-50: training at batch 32); flags change it.
+Where the table has a published minimum for that typical workload (LLaMA-7B:
+24 GB), both show, and the recommended card and --search ask for at least
+the published figure.
 
 Training with --dtype fp16 or bf16 means mixed precision (16-bit weights and
 activations, fp32 master weights). int8 and int4 are for inference, or for
@@ -89,10 +92,6 @@ held. --search lists offers with enough GPU memory.`,
 					return err
 				}
 				w.Params = n
-			}
-			typical := model != nil
-			for _, name := range []string{"dtype", "task", "batch", "seq", "optimizer", "lora", "lora-rank", "grad-accum", "checkpointing"} {
-				typical = typical && !f.Changed(name)
 			}
 			if model == nil && params == "" {
 				return suanli.FieldErrorf("params", "name a model (see --list) or give --params, e.g. --params 7B")
@@ -152,20 +151,18 @@ held. --search lists offers with enough GPU memory.`,
 					*advisor.Estimate
 					TotalGiB     float64             `json:"total_gib"`
 					SmallestCard int                 `json:"smallest_card_gb"`
+					RequiredGiB  float64             `json:"required_gib"` // total_gib, or published_gb when larger
 					Query        string              `json:"query"`
-					PublishedGB  float64             `json:"published_gb,omitempty"` // for the model's typical workload only
 					Source       string              `json:"source,omitempty"`
 					Offers       *suanli.OfferResult `json:"offers,omitempty"`
-				}{Estimate: e, TotalGiB: advisor.GiBOf(e.Total), SmallestCard: e.SmallestCard(), Query: e.SearchQuery(), Offers: res}
+				}{Estimate: e, TotalGiB: advisor.GiBOf(e.Total), SmallestCard: e.SmallestCard(), RequiredGiB: advisor.GiBOf(e.Required()),
+					Query: e.SearchQuery(), Offers: res}
 				if model != nil {
 					out.Source = model.Source
-					if typical {
-						out.PublishedGB = model.PublishedGB
-					}
 				}
 				return printJSON(cmd, out)
 			}
-			printEstimate(cmd, e, model, typical)
+			printEstimate(cmd, e, model)
 			if res != nil {
 				printOffers(cmd, e.SearchQuery(), res)
 			}
@@ -189,7 +186,7 @@ held. --search lists offers with enough GPU memory.`,
 	return cmd
 }
 
-func printEstimate(cmd *cobra.Command, e *advisor.Estimate, m *advisor.Model, typical bool) {
+func printEstimate(cmd *cobra.Command, e *advisor.Estimate, m *advisor.Model) {
 	out := cmd.OutOrStdout()
 	w := e.Workload
 	desc := fmt.Sprintf("%s, %s", w.Task, w.Dtype)
@@ -228,13 +225,20 @@ func printEstimate(cmd *cobra.Command, e *advisor.Estimate, m *advisor.Model, ty
 	}
 	fmt.Fprintf(t, "total\t%6s\n", gib(e.Total))
 	t.Flush()
-	if c := e.SmallestCard(); c > 0 {
+	switch c := e.SmallestCard(); {
+	case e.PublishedGB > 0:
+		// The formula's estimate and the published figure both show; the
+		// advice is the larger.
+		fmt.Fprintf(out, "\nEstimate %s GiB (the formula above); published minimum for this workload: %g GB (see Source).\n", gib(e.Total), e.PublishedGB)
+		if c > 0 {
+			fmt.Fprintf(out, "Recommended: one GPU with %d GB or more (offer query: %s).\n", c, e.SearchQuery())
+		} else {
+			fmt.Fprintf(out, "Recommended: more than any single GPU; split the model over several (offer query: %s).\n", e.SearchQuery())
+		}
+	case c > 0:
 		fmt.Fprintf(out, "\nMinimum %s GiB: one GPU with %d GB or more (offer query: %s).\n", gib(e.Total), c, e.SearchQuery())
-	} else {
+	default:
 		fmt.Fprintf(out, "\nMinimum %s GiB: more than any single GPU; split the model over several (offer query: %s).\n", gib(e.Total), e.SearchQuery())
-	}
-	if typical && m.PublishedGB > 0 {
-		fmt.Fprintf(out, "Published minimum for this workload: %g GB (see Source).\n", m.PublishedGB)
 	}
 	if len(e.Alternatives) > 0 {
 		fmt.Fprintln(out, "\nWhat changes:")

@@ -37,7 +37,8 @@ func newSearchCmd(a *app) *cobra.Command {
   operators   < <= = == != >= >   in [a,b]   notin [a,b]
   strings     _ stands for a space: gpu_name=RTX_4090
   money       dollars: dph<0.5 (dph is dph_total, per hour, incl. --storage GB)
-  units       gpu_ram, cpu_ram, disk_space in GB; inet_up/inet_down in Mb/s
+  units       gpu_ram, cpu_ram, disk_space in GB; inet_up/inet_down in Mb/s;
+              co2_g_per_hour in grams of CO2 an hour at full load (0: grid unknown)
 
 Default filters: ` + market.DefaultQuery + `
 Remove one with field=any (e.g. rentable=any).
@@ -50,7 +51,8 @@ reliability, per dollar-hour, so a cheap host that loses rentals sinks.`,
 		Example: `  suanli search
   suanli search 'gpu_name=RTX_4090 num_gpus>=2 dph<1.5' -o dph
   suanli search gpu_ram'>='24 reliability'>'0.95 -o dlperf_per_dphtotal-
-  suanli search 'gpu_name in [H100_SXM,A100_80GB]' --explain --json`,
+  suanli search 'gpu_name in [H100_SXM,A100_80GB]' --explain --json
+  suanli search 'co2_g_per_hour>0 co2_g_per_hour<500' -o co2_g_per_hour`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			q.Query = strings.Join(args, " ")
 			res, err := a.client().SearchOffers(cmd.Context(), q)
@@ -61,20 +63,7 @@ reliability, per dollar-hour, so a cheap host that loses rentals sinks.`,
 				return a.printJSON(cmd, res)
 			}
 			out := cmd.OutOrStdout()
-			t := table(out)
-			fmt.Fprintln(t, "ID\tGPU\tN\tVRAM\tCPU\tRAM\tDISK\t$/H\tMIN BID\tNOTICE\tINTERRUPTED\tREL\tWHERE\tSTATUS")
-			for _, o := range res.Offers {
-				gpu := o.GPUName
-				if gpu == "" {
-					gpu = "CPU only"
-				}
-				if o.Simulated {
-					gpu += " (simulated)"
-				}
-				fmt.Fprintf(t, "%d\t%s\t%d/%d\t%.0f GB\t%d\t%.0f GB\t%.0f GB\t%s\t%s\t%d s\t%.0f%%\t%.2f\t%s\t%s\n", o.ID, gpu, o.NumGPUs, o.TotalGPUs, o.GPURAM,
-					o.CPUCores, o.CPURAM, o.DiskSpace, o.DPHTotal.Decimal(), o.MinBid.Decimal(), o.PreemptGraceS, o.InterruptionRate*100, o.Reliability, where(o), rentableText(o))
-			}
-			t.Flush()
+			printOfferTable(out, res.Offers)
 			fmt.Fprintf(out, "%d of %d offers\n", len(res.Offers), res.Total)
 			if res.Explain != nil {
 				fmt.Fprintln(out, "\nWhy:")
@@ -101,6 +90,39 @@ reliability, per dollar-hour, so a cheap host that loses rentals sinks.`,
 	f.StringVar(&q.From, "from", os.Getenv("SUANLI_FROM"), `your location (country code, place, or "lat,lon"): offers get latency_ms to filter and sort by`)
 	f.BoolVar(&jsonOut, "json", false, "print JSON")
 	return cmd
+}
+
+// printOfferTable writes offers as search shows them. The CO2 G/H column
+// (co2_g_per_hour, the estimate at full load) appears when any offer on the
+// page has one; "-" marks an offer whose grid is unknown.
+func printOfferTable(out io.Writer, offers []*suanli.Offer) {
+	co2 := slices.ContainsFunc(offers, func(o *suanli.Offer) bool { return o.CO2PerHour > 0 })
+	t := table(out)
+	head := "ID\tGPU\tN\tVRAM\tCPU\tRAM\tDISK\t$/H\tMIN BID\tNOTICE\tINTERRUPTED\tREL"
+	if co2 {
+		head += "\tCO2 G/H"
+	}
+	fmt.Fprintln(t, head+"\tWHERE\tSTATUS")
+	for _, o := range offers {
+		gpu := o.GPUName
+		if gpu == "" {
+			gpu = "CPU only"
+		}
+		if o.Simulated {
+			gpu += " (simulated)"
+		}
+		fmt.Fprintf(t, "%d\t%s\t%d/%d\t%.0f GB\t%d\t%.0f GB\t%.0f GB\t%s\t%s\t%d s\t%.0f%%\t%.2f", o.ID, gpu, o.NumGPUs, o.TotalGPUs, o.GPURAM,
+			o.CPUCores, o.CPURAM, o.DiskSpace, o.DPHTotal.Decimal(), o.MinBid.Decimal(), o.PreemptGraceS, o.InterruptionRate*100, o.Reliability)
+		if co2 {
+			g := "-"
+			if o.CO2PerHour > 0 {
+				g = strconv.FormatFloat(o.CO2PerHour, 'f', 0, 64)
+			}
+			fmt.Fprintf(t, "\t%s", g)
+		}
+		fmt.Fprintf(t, "\t%s\t%s\n", where(o), rentableText(o))
+	}
+	t.Flush()
 }
 
 func where(o *suanli.Offer) string {
