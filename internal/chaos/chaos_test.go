@@ -68,6 +68,9 @@ func TestHostFaults(t *testing.T) {
 		for _, n := range tr.Notes {
 			t.Errorf("%s: %s", tr.Fault, n)
 		}
+		for _, d := range tr.Details {
+			t.Logf("%s: %s", tr.Fault, d)
+		}
 		if tr.BilledAfterHeartbeat != 0 {
 			t.Errorf("%s: %.3fs of compute billed after the host's last heartbeat, want 0", tr.Fault, tr.BilledAfterHeartbeat)
 		}

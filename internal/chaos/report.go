@@ -87,7 +87,7 @@ func Summarize(trials []*Trial) []Summary {
 			s.Suspect++
 		}
 		s.Delayed = s.Delayed || t.Delayed
-		for _, n := range t.Notes {
+		for _, n := range append(slices.Clone(t.Notes), t.Details...) {
 			s.Notes = append(s.Notes, fmt.Sprintf("round %d: %s", t.Round, n))
 		}
 	}
