@@ -18,10 +18,10 @@
 //   - the HTML templates, CSS and JavaScript, embedded in the binary and
 //     served under a strict Content-Security-Policy (no inline script or
 //     style, no third-party origin);
-//   - presentation: the SVG charts (spend by day, shares, budget bars, a
-//     machine's calendar by day) drawn
-//     on the server from the control plane's cost reports, in suanli.Money
-//     integer arithmetic; quotes, budgets, invoices and earnings are the
+//   - presentation: the SVG charts (spend by day, shares by project, tag
+//     and instance, budget bars, a machine's calendar by day) drawn on the
+//     server from the control plane's reports, in suanli.Money integer
+//     arithmetic; quotes, budgets, invoices and earnings are the
 //     control plane's own (Quote, FindBudgets, Invoice, Earnings), and
 //     the advice is package advisor's (EstimateVRAM, AdviseCPUOrGPU,
 //     RentVsBuy, Compare), called directly with the market's offers.
