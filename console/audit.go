@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/control"
 )
 
 // Every form the console posts is a mutation, or an attempt at one, and
@@ -105,6 +106,7 @@ type auditPage struct {
 	Scanned  int    // entries looked through
 	Older    string // the next page's URL; "" at the end
 	Report   *suanli.AuditReport
+	Status   *control.AuditStatus // the chain's verification, as any account may see it
 	Error    *fieldError
 }
 
@@ -114,8 +116,10 @@ func (c *Console) registerAuditRoutes(mux *http.ServeMux) {
 
 // handleAudit lists the audit log (the caller's entries; every entry for
 // operators), filtered by account, action and target, a page at a time,
-// and with ?verify=1 (operators) verifies the whole chain and its signed
-// checkpoints.
+// with the chain's verification status as every account may see it
+// (control's AuditStatus: intact or not, when, the newest checkpoint), and
+// with ?verify=1 (operators) verifies the whole chain and its signed
+// checkpoints in full.
 func (c *Console) handleAudit(w http.ResponseWriter, r *http.Request, s *session) error {
 	q := r.URL.Query()
 	p := &auditPage{Operator: suanli.PrincipalFromContext(r.Context()).Role == suanli.RoleOperator,
@@ -127,6 +131,15 @@ func (c *Console) handleAudit(w http.ResponseWriter, r *http.Request, s *session
 		}
 		status = statusOf(err)
 	}
+	st, err := c.svc.AuditStatus(r.Context())
+	if err != nil {
+		if fe := formError(err); fe == nil {
+			return err
+		} else if p.Error == nil {
+			p.Error, status = fe, statusOf(err)
+		}
+	}
+	p.Status = st
 	if q.Get("verify") == "1" {
 		rep, err := c.svc.VerifyAudit(r.Context())
 		if err != nil {

@@ -76,7 +76,7 @@ func TestConsoleAudit(t *testing.T) {
 
 	// The audit page: the renter's own entries, filtered.
 	p := b.get("/audit")
-	contains(t, p, "POST /billing/budgets", "budget ml", "403 forbidden", "Verifying the whole chain is for the marketplace")
+	contains(t, p, "POST /billing/budgets", "budget ml", "403 forbidden", "The full report — entry counts and each problem", `id="chain-status"><span class="badge st-ok">intact`)
 	if strings.Contains(p.body, `name="account"`) {
 		t.Errorf("a renter may filter by account")
 	}
@@ -123,3 +123,34 @@ func TestConsoleAudit(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestAuditChainStatusForUsers: every account sees whether the whole chain
+// verified, when, and its newest checkpoint, without the operator's
+// report; an altered chain shows as not intact once the minute's
+// verification is redone, with no word of which entry (another account's).
+func TestAuditChainStatusForUsers(t *testing.T) {
+	m := newMarket(t, marketOptions{control: control.Config{AllowSimulated: true}})
+	m.svc.SetClock(m.clock.now)
+	op := suanli.NewContextWithPrincipal(context.Background(), &suanli.Principal{Role: suanli.RoleOperator, Scopes: []string{suanli.ScopeAll}})
+	m.svc.RecordAudit(op, suanli.AuditEvent{AccountID: m.providerID, Action: "test.secret", Target: "provider's own thing", Result: "ok"})
+	if _, err := m.svc.Audit.Checkpoint(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b := m.browser()
+	b.signIn(m.renterKey)
+	p := b.get("/audit")
+	contains(t, p, `id="chain-status"><span class="badge st-ok">intact`, "every account's entries, not only yours", "Newest checkpoint", "signed <time")
+	if strings.Contains(p.body, "test.secret") || strings.Contains(p.body, "Full report") {
+		t.Errorf("the renter's audit page shows another account's entry or the operator's report")
+	}
+
+	if _, err := m.svc.Store.SQL().Exec(`UPDATE audit_events SET target = 'rewritten' WHERE action = 'test.secret'`); err != nil {
+		t.Fatal(err)
+	}
+	m.clock.advance(2 * control.AuditStatusTTL)
+	p = b.get("/audit")
+	contains(t, p, `id="chain-status"><span class="badge st-bad">not intact`, "The marketplace's operator sees which")
+	if strings.Contains(p.body, "edited") || strings.Contains(p.body, "test.secret") {
+		t.Errorf("the renter's audit page names the altered entry\n%s", p.body)
+	}
+}

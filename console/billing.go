@@ -56,6 +56,9 @@ type billingPage struct {
 	ByProject   []shareRow
 	ByInstance  []shareRow
 	ByService   []shareRow
+	TagKey      string   // the tag key ByTag groups by; "" when no instance has tags
+	TagKeys     []string // the caller's instances' tag keys, the most used first
+	ByTag       []shareRow
 	Budgets     []budgetRow
 	Alerts      []*suanli.Alert
 	Invoice     *suanli.Invoice
@@ -119,7 +122,8 @@ func daysOf(rep *suanli.CostReport, first, last time.Time) []dayTotal {
 }
 
 // handleBilling shows the money: balance and runway, budgets, spend by
-// day, project, instance and meter (the control plane's cost reports, which
+// day, project, tag (?tag=KEY; the most used key by default), instance and
+// meter (the control plane's cost reports, which
 // reconcile with the ledger), this month's invoice and downloads. With
 // ?edit=NAME the budget form starts filled with that budget.
 func (c *Console) handleBilling(w http.ResponseWriter, r *http.Request, s *session) error {
@@ -169,9 +173,13 @@ func (c *Console) billingPage(r *http.Request) (*billingPage, error) {
 		*dst = shares(rep, link)
 	}
 	p.Scopes = []string{"account"}
+	tagUses := map[string]int{}
 	if ins, _, err := c.svc.FindInstances(ctx, suanli.InstanceFilter{Limit: 10000}); err == nil {
 		names := map[string]string{}
 		for _, in := range ins {
+			for k := range in.Tags {
+				tagUses[k]++
+			}
 			names[strconv.FormatInt(in.ID, 10)] = cmpOr(in.Label, in.Image)
 			if in.Project != "" && !slices.Contains(p.Scopes, "project:"+in.Project) {
 				p.Scopes = append(p.Scopes, "project:"+in.Project)
@@ -180,6 +188,20 @@ func (c *Console) billingPage(r *http.Request) (*billingPage, error) {
 		for i := range p.ByInstance {
 			p.ByInstance[i].Name = names[p.ByInstance[i].Key]
 		}
+	}
+	p.TagKeys = tagKeys(tagUses)
+	p.TagKey = strings.TrimSpace(r.URL.Query().Get("tag"))
+	if p.TagKey == "" && len(p.TagKeys) > 0 {
+		p.TagKey = p.TagKeys[0]
+	} else if p.TagKey != "" && !slices.Contains(p.TagKeys, p.TagKey) {
+		p.TagKeys = append(p.TagKeys, p.TagKey)
+	}
+	if p.TagKey != "" {
+		rep, err := report("tag:" + p.TagKey)
+		if err != nil {
+			return nil, err
+		}
+		p.ByTag = shares(rep, nil)
 	}
 	bs, err := c.svc.FindBudgets(ctx)
 	if err != nil {
@@ -198,6 +220,22 @@ func (c *Console) billingPage(r *http.Request) (*billingPage, error) {
 		p.Months = append(p.Months, time.Date(now.Year(), now.Month()-time.Month(i), 1, 0, 0, 0, 0, time.UTC).Format("2006-01"))
 	}
 	return p, nil
+}
+
+// tagKeys orders tag keys by how many instances carry them, most first,
+// then by name: the billing page's by-tag chart starts on the first.
+func tagKeys(uses map[string]int) []string {
+	keys := make([]string, 0, len(uses))
+	for k := range uses {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		if uses[a] != uses[b] {
+			return uses[b] - uses[a]
+		}
+		return strings.Compare(a, b)
+	})
+	return keys
 }
 
 func cmpOr(a, b string) string {

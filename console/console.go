@@ -118,7 +118,8 @@ func New(cfg Config) (*Console, error) {
 }
 
 // Register mounts the console's routes on mux: pages at /, /offers/…,
-// /instances/…, /volumes, /billing, /hosts, /account, /advisor/…, /signin,
+// /instances/…, /volumes, /billing, /hosts, /account, /advisor/…, /audit, /windows,
+// /bookings/…, /signin,
 // /signout; assets under /assets/;
 // JSON for the live-refresh script under /console/api/. It leaves /v1,
 // /healthz and /metrics to the API server.
@@ -135,6 +136,7 @@ func (c *Console) Register(mux *http.ServeMux) {
 	c.registerAccountRoutes(mux)
 	c.registerAdvisorRoutes(mux)
 	c.registerAuditRoutes(mux)
+	c.registerForwardRoutes(mux)
 }
 
 // handler is a console page or form handler: r's context carries the
@@ -492,6 +494,9 @@ var notices = map[string]string{
 	"netadded":      "Network added: new SSH certificates are valid only from your allowlist.",
 	"netremoved":    "Network removed from the allowlist: new certificates leave it out.",
 	"paidout":       "Payout requested: the amount has left your earnings balance.",
+
+	"booked":           "Booked: the price is locked and the cost is held in escrow; the instance launches by itself at the start.",
+	"bookingcancelled": "Booking cancelled: the refund is back in your balance.",
 }
 
 // withNotice adds a notice code (a key of notices) to a redirect target.

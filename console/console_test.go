@@ -157,6 +157,20 @@ func TestFormsNeedSessionAndCSRF(t *testing.T) {
 		return slices.ContainsFunc(ns, func(n *suanli.AllowedNetwork) bool { return n.CIDR == cidr })
 	}
 
+	// A window to book, and a booking to cancel.
+	win := m.mustWindow(t, mid, 2, suanli.Dollars(1), time.Now().UTC().Add(72*time.Hour).Truncate(time.Hour), 8)
+	booked, err := m.svc.CreateBooking(as(m.renterID), suanli.BookingCreate{WindowID: win.ID, GPUs: 1, Hours: 2, Image: "busybox"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bookings := func() []*suanli.Booking {
+		bs, err := m.svc.FindBookings(as(m.renterID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bs
+	}
+
 	renter, provider := m.browser(), m.browser()
 	tokens := map[string]string{"renter": renter.signIn(m.renterKey), "provider": provider.signIn(m.providerKey)}
 	browsers := map[string]*browser{"renter": renter, "provider": provider}
@@ -226,6 +240,18 @@ func TestFormsNeedSessionAndCSRF(t *testing.T) {
 		{name: "allowlist-remove", who: "renter", path: ids("/account/allowlist/ID/delete", oldNet.ID), okCode: http.StatusSeeOther,
 			form:    url.Values{"confirmed": {"yes"}},
 			changed: func(t *testing.T, p page) bool { return !hasNet(oldNet.CIDR) }},
+		{name: "book", who: "renter", path: "/windows/book", okCode: http.StatusSeeOther,
+			form:    url.Values{"window_id": {strconv.FormatInt(win.ID, 10)}, "gpus": {"1"}, "hours": {"2"}, "image": {"busybox"}},
+			changed: func(t *testing.T, p page) bool { return len(bookings()) != 1 }},
+		{name: "booking-cancel", who: "renter", path: ids("/bookings/ID/cancel", booked.ID), okCode: http.StatusSeeOther,
+			form: url.Values{"confirmed": {"yes"}},
+			changed: func(t *testing.T, p page) bool {
+				b, err := m.svc.FindBookingByID(as(m.renterID), booked.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return b.Status != suanli.BookingBooked
+			}},
 		{name: "signout", who: "renter", path: "/signout", okCode: http.StatusSeeOther,
 			changed: func(t *testing.T, p page) bool { return renter.get("/billing").status != http.StatusOK }},
 	}
@@ -350,7 +376,7 @@ func TestPagesNeedSession(t *testing.T) {
 	id := strconv.FormatInt(in.ID, 10)
 	pages := []string{"/", "/?gpu=RTX+4090", "/offers/" + strconv.FormatInt(mid, 10), "/offers/" + strconv.FormatInt(mid, 10) + "/rent",
 		"/instances", "/instances/" + id, "/billing", "/billing/charges.csv", "/billing?edit=x", "/hosts", "/volumes", "/account", "/advisor",
-		"/advisor/rent-vs-buy", "/audit"}
+		"/advisor/rent-vs-buy", "/audit", "/windows", "/bookings"}
 	anon := m.browser()
 	for _, p := range pages {
 		r := anon.get(p)

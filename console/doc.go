@@ -4,8 +4,10 @@
 //   - the console's routes (offers at /, offer detail and quote, create
 //     with its volume picker, instances, instance detail, volumes, billing
 //     with budgets, hosts with payouts, account with SSH keys and the IP
-//     allowlist, the advisor's tools, the audit log, sign-in), mounted on
-//     the API server's mux by cmd/suanli;
+//     allowlist, the advisor's tools, the audit log, the forward market's
+//     windows search and booking form, bookings with cancel, and each
+//     machine's calendar for its provider, sign-in), mounted on the API
+//     server's mux by cmd/suanli;
 //   - browser sessions: an API key (or temporary token) is exchanged at
 //     sign-in for a random session id kept in server memory with idle and
 //     absolute expiry; the cookie carries only that id (HttpOnly,
@@ -16,9 +18,10 @@
 //   - the HTML templates, CSS and JavaScript, embedded in the binary and
 //     served under a strict Content-Security-Policy (no inline script or
 //     style, no third-party origin);
-//   - presentation: the SVG charts (spend by day, shares, budget bars) drawn
-//     on the server from the control plane's cost reports, in suanli.Money
-//     integer arithmetic; quotes, budgets, invoices and earnings are the
+//   - presentation: the SVG charts (spend by day, shares by project, tag
+//     and instance, budget bars, a machine's calendar by day) drawn on the
+//     server from the control plane's reports, in suanli.Money integer
+//     arithmetic; quotes, budgets, invoices and earnings are the
 //     control plane's own (Quote, FindBudgets, Invoice, Earnings), and
 //     the advice is package advisor's (EstimateVRAM, AdviseCPUOrGPU,
 //     RentVsBuy, Compare), called directly with the market's offers.

@@ -37,21 +37,23 @@ var funcs = template.FuncMap{
 	"pct": func(f float64) string {
 		return strconv.FormatFloat(f*100, 'f', 1, 64) + "%"
 	},
-	"statusClass": statusClass,
-	"join":        strings.Join,
-	"gpuLabel":    gpuLabel,
-	"withQuery":   withQuery,
-	"shell":       shellQuote,
-	"dur":         func(d suanli.Duration) string { return time.Duration(d).String() },
-	"gpuUtil":     gpuUtil,
-	"mbGB":        func(mb int64) string { return formatNum(float64(mb) / 1024) },
-	"gib":         gib,
-	"bp":          advisor.FormatBP,
-	"params":      advisor.FormatParams,
-	"offersLink":  offersLink,
-	"list":        func(s ...string) []string { return s },
-	"sentence":    sentence,
-	"auditClass":  auditClass,
+	"statusClass":  statusClass,
+	"join":         strings.Join,
+	"gpuLabel":     gpuLabel,
+	"withQuery":    withQuery,
+	"shell":        shellQuote,
+	"dur":          func(d suanli.Duration) string { return time.Duration(d).String() },
+	"gpuUtil":      gpuUtil,
+	"mbGB":         func(mb int64) string { return formatNum(float64(mb) / 1024) },
+	"gib":          gib,
+	"bp":           advisor.FormatBP,
+	"params":       advisor.FormatParams,
+	"offersLink":   offersLink,
+	"list":         func(s ...string) []string { return s },
+	"sentence":     sentence,
+	"auditClass":   auditClass,
+	"bookingClass": bookingClass,
+	"plural":       plural,
 	"gibDelta": func(b int64) string {
 		if b >= 0 {
 			return "+" + gib(b)
@@ -70,6 +72,20 @@ func auditClass(result string) string {
 		return "st-busy"
 	case strings.HasPrefix(result, "2"), strings.HasPrefix(result, "3"), result == "ok":
 		return "st-ok"
+	}
+	return "st-idle"
+}
+
+// bookingClass colours a booking's status: live, waiting, done, or
+// failed.
+func bookingClass(status string) string {
+	switch status {
+	case suanli.BookingRunning, suanli.BookingCompleted:
+		return "st-ok"
+	case suanli.BookingBooked:
+		return "st-busy"
+	case suanli.BookingFailed:
+		return "st-bad"
 	}
 	return "st-idle"
 }

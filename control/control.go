@@ -152,6 +152,7 @@ type Service struct {
 	lastObserve time.Time // the last lease check, for reliability accounting
 	hub         hub
 	tasks       taskBoard
+	auditStatus auditStatusCache // AuditStatus's last verification
 	usage       usageTracker
 	// Beats is the in-memory heartbeat table (package heartbeat): syncs
 	// that change nothing and the light channel's beats land in it, and
