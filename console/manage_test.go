@@ -41,6 +41,8 @@ func TestManageFormErrors(t *testing.T) {
 		{"/volumes", url.Values{"name": {"data"}, "machine_id": {machine}, "size_gb": {"0"}}, 400, "give a size in GB", "size_gb"},
 		{"/volumes", url.Values{"name": {"data"}, "size_gb": {"5"}}, 400, "choose the machine", "machine_id"},
 		{"/volumes", url.Values{"name": {"data"}, "machine_id": {machine}, "size_gb": {"5000"}}, 409, "GB of free disk", ""},
+		{"/volumes", url.Values{"name": {"data"}, "machine_id": {machine}, "size_gb": {"5"}, "tags": {"team"}}, 400, "is not NAME=value", "tags"},
+		{"/volumes", url.Values{"name": {"data"}, "machine_id": {machine}, "size_gb": {"5"}, "tags": {"my team=ml"}}, 400, "keys are 1-64 characters", "tags"},
 		{"/account/ssh-keys", url.Values{"public_key": {"not a key"}}, 400, "not an SSH public key", "public_key"},
 		{"/account/allowlist", url.Values{"cidr": {"nowhere"}}, 400, "give an address", "cidr"},
 	} {

@@ -19,15 +19,16 @@ func (c *Console) registerVolumeRoutes(mux *http.ServeMux) {
 // volumeInputs are the create form's inputs, as typed; names are the
 // API's VolumeCreate fields, so that an error's Field marks the input.
 type volumeInputs struct {
-	Name, Machine, Size, Project string
+	Name, Machine, Size, Project, Tags string
 }
 
 func readVolumeInputs(v url.Values) volumeInputs {
-	return volumeInputs{Name: v.Get("name"), Machine: v.Get("machine_id"), Size: v.Get("size_gb"), Project: v.Get("project")}
+	return volumeInputs{Name: v.Get("name"), Machine: v.Get("machine_id"), Size: v.Get("size_gb"), Project: v.Get("project"), Tags: v.Get("tags")}
 }
 
 // create turns the inputs into a volume request. Errors are EINVALID
-// naming the input; the service checks the name, size and machine.
+// naming the input; the service checks the name, size, machine, project
+// and tags.
 func (in volumeInputs) create() (suanli.VolumeCreate, error) {
 	v := suanli.VolumeCreate{Name: strings.TrimSpace(in.Name), Project: strings.TrimSpace(in.Project)}
 	m, err := parseInt("machine_id", in.Machine, 0)
@@ -40,6 +41,13 @@ func (in volumeInputs) create() (suanli.VolumeCreate, error) {
 	v.MachineID = m
 	if v.SizeGB, err = parseInt("size_gb", in.Size, 0); err != nil {
 		return v, err
+	}
+	tags, err := parsePairs("tags", in.Tags)
+	if err != nil {
+		return v, err
+	}
+	if len(tags) > 0 {
+		v.Tags = tags
 	}
 	return v, nil
 }

@@ -42,6 +42,23 @@ func validScope(scope string) error {
 	return nil
 }
 
+// validateCostAttribution checks the project and cost tags of an instance
+// or a volume: what budget scopes and cost reports group by.
+func validateCostAttribution(project string, tags map[string]string) error {
+	if len(project) > 100 || strings.ContainsAny(project, ":= ") {
+		return suanli.FieldErrorf("project", "%q: up to 100 characters, no spaces, ':' or '='", project)
+	}
+	for k, v := range tags {
+		if k == "" || len(k) > 64 || len(v) > 256 || strings.ContainsAny(k, "=: ") {
+			return suanli.FieldErrorf("tags", "%q=%q: keys are 1-64 characters without '=', ':' or spaces; values up to 256", k, v)
+		}
+	}
+	if len(tags) > 50 {
+		return suanli.FieldErrorf("tags", "at most 50 tags")
+	}
+	return nil
+}
+
 // period returns the budget's current period.
 func period(b *suanli.Budget, now time.Time) (time.Time, time.Time) {
 	if b.Period == "custom" && b.Start != nil && b.End != nil {
@@ -172,8 +189,8 @@ func (s *Service) budgetsWithSpend(ctx context.Context, accountID int64) ([]*sua
 }
 
 // fillSpend computes each budget's spend in its period: settled charges
-// plus what live instances accrued since their last settlement, and a
-// forecast at the current burn rate.
+// plus what live instances and volumes accrued since their last
+// settlement, and a forecast at the current burn rate.
 func (s *Service) fillSpend(ctx context.Context, accountID int64, bs []*suanli.Budget) error {
 	if len(bs) == 0 {
 		return nil
@@ -183,6 +200,20 @@ func (s *Service) fillSpend(ctx context.Context, accountID int64, bs []*suanli.B
 	ins, _, err := s.Store.FindInstances(ctx, suanli.InstanceFilter{AccountID: &accountID, Live: &live, Limit: 1 << 30}, now)
 	if err != nil {
 		return err
+	}
+	vols, err := s.Store.FindVolumes(ctx, accountID, 0, false, now)
+	if err != nil {
+		return err
+	}
+	// A live volume's accrual (its meter is filed under the negated volume
+	// id) and burn, computed once for every budget.
+	volAccrued := make([]suanli.Money, len(vols))
+	for i, v := range vols {
+		settled, err := s.Store.InstanceSettled(ctx, -v.ID)
+		if err != nil {
+			return err
+		}
+		volAccrued[i] = v.CostSoFar - settled
 	}
 	for _, b := range bs {
 		from, to := period(b, now)
@@ -209,6 +240,12 @@ func (s *Service) fillSpend(ctx context.Context, accountID int64, bs []*suanli.B
 				}
 				b.Spent += in.CostSoFar - settled
 				burn += in.BurnRate
+			}
+			for i, v := range vols {
+				if budgetMatches(b.Scope, v.Project, v.Tags) {
+					b.Spent += volAccrued[i]
+					burn += suanli.MulDiv(v.Rate*suanli.Money(v.SizeGB), suanli.MicrosPerHour, suanli.MicrosPerMonth)
+				}
 			}
 		}
 		b.Forecast = b.Spent

@@ -101,16 +101,8 @@ func validateCreate(c *suanli.InstanceCreate) error {
 	if err := validateLabel(c.Label); err != nil {
 		return err
 	}
-	if len(c.Project) > 100 || strings.ContainsAny(c.Project, ":= ") {
-		return suanli.FieldErrorf("project", "%q: up to 100 characters, no spaces, ':' or '='", c.Project)
-	}
-	for k, v := range c.Tags {
-		if k == "" || len(k) > 64 || len(v) > 256 || strings.ContainsAny(k, "=: ") {
-			return suanli.FieldErrorf("tags", "%q=%q: keys are 1-64 characters without '=', ':' or spaces; values up to 256", k, v)
-		}
-	}
-	if len(c.Tags) > 50 {
-		return suanli.FieldErrorf("tags", "at most 50 tags")
+	if err := validateCostAttribution(c.Project, c.Tags); err != nil {
+		return err
 	}
 	if err := c.Guards.Validate(); err != nil {
 		return err

@@ -12,7 +12,9 @@ import (
 var volumeName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`)
 
 // CreateVolume makes a volume on a machine the caller could rent: billed
-// per GB-month at the machine's disk price, locked now, until deleted.
+// per GB-month at the machine's disk price, locked now, until deleted. Its
+// project and tags attribute that cost as an instance's do; a spent budget
+// with action block or stop covering them refuses it (payment_required).
 func (s *Service) CreateVolume(ctx context.Context, c suanli.VolumeCreate) (*suanli.Volume, error) {
 	p, err := principal(ctx, suanli.ScopeInstanceWrite)
 	if err != nil {
@@ -24,6 +26,9 @@ func (s *Service) CreateVolume(ctx context.Context, c suanli.VolumeCreate) (*sua
 	if c.SizeGB <= 0 || c.SizeGB > 100_000 {
 		return nil, suanli.FieldErrorf("size_gb", "%d: give a size in GB between 1 and 100000", c.SizeGB)
 	}
+	if err := validateCostAttribution(c.Project, c.Tags); err != nil {
+		return nil, err
+	}
 	m, err := s.Store.FindMachineByID(ctx, c.MachineID)
 	if suanli.ErrorCode(err) == suanli.ENOTFOUND || (err == nil && !m.Listing.Listed && m.OwnerID != p.AccountID) {
 		return nil, suanli.Errorf(suanli.ENOTFOUND, "machine %d not found: volumes live on a listed machine (suanli search)", c.MachineID)
@@ -33,7 +38,10 @@ func (s *Service) CreateVolume(ctx context.Context, c suanli.VolumeCreate) (*sua
 	if m.Hardware.DiskFreeGB > 0 && c.SizeGB > m.Hardware.DiskFreeGB {
 		return nil, suanli.Errorf(suanli.ECONFLICT, "machine %d has %d GB of free disk, you asked for %d GB", m.ID, m.Hardware.DiskFreeGB, c.SizeGB)
 	}
-	v := &suanli.Volume{AccountID: p.AccountID, MachineID: m.ID, Name: c.Name, SizeGB: c.SizeGB, Rate: m.Listing.PriceDisk, Project: c.Project}
+	if err := s.checkBudgetsForCreate(ctx, p.AccountID, c.Project, c.Tags); err != nil {
+		return nil, err
+	}
+	v := &suanli.Volume{AccountID: p.AccountID, MachineID: m.ID, Name: c.Name, SizeGB: c.SizeGB, Rate: m.Listing.PriceDisk, Project: c.Project, Tags: c.Tags}
 	if err := s.Store.CreateVolume(ctx, v, m.OwnerID, s.cfg.FeeBasisPoints, s.now()); err != nil {
 		return nil, err
 	}

@@ -132,7 +132,8 @@ func (s *DB) FindCharges(ctx context.Context, f suanli.ChargeFilter) (*suanli.Ch
 }
 
 // ChargeRow is one ledger charge with its instance's attributes, for
-// reports, invoices and budgets.
+// reports, invoices and budgets. A volume's charge (InstanceID the negated
+// volume id) has the volume's project and tags.
 type ChargeRow struct {
 	TxnID      int64
 	InstanceID int64
@@ -154,8 +155,8 @@ func (s *DB) ChargeRows(ctx context.Context, accountID int64, from, to time.Time
 	var keys []chargeKey
 	err := s.read(ctx, func(tx *Tx) error {
 		rows, err := tx.query(ctx, `SELECT t.id, t.instance_id, t.kind, t.amount, t.from_us, t.to_us, t.quantity,
-		COALESCE(i.label, ''), COALESCE(i.project, ''), COALESCE(i.tags, '{}'), COALESCE(i.machine_id, 0)
-		FROM ledger_txns t LEFT JOIN instances i ON i.id = t.instance_id
+		COALESCE(i.label, ''), COALESCE(i.project, v.project, ''), COALESCE(i.tags, v.tags, '{}'), COALESCE(i.machine_id, 0)
+		FROM ledger_txns t LEFT JOIN instances i ON i.id = t.instance_id LEFT JOIN volumes v ON t.instance_id < 0 AND v.id = -t.instance_id
 		WHERE t.account_id = ? AND t.kind <> 'credit' AND t.kind <> 'payout' AND t.kind <> ? AND t.to_us >= ? AND t.to_us < ? ORDER BY t.id`,
 			accountID, txnClose, us(from), us(to))
 		if err != nil {

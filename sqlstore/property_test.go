@@ -12,9 +12,11 @@ import (
 )
 
 // TestLedgerAgainstOracle drives several instances through long random
-// sequences of start, stop, preemption, top-ups, settlements, traffic and
-// store restarts, and checks the ledger against a math/big oracle: zero
-// drift, postings that sum to zero, every billed second billed exactly once.
+// sequences of start, stop, preemption, compute rate changes (a new bid, a
+// reservation starting or ending: ChangeRate), top-ups, settlements,
+// traffic and store restarts, and checks the ledger against a math/big
+// oracle that prices every interval at the rate in force then: zero drift,
+// postings that sum to zero, every billed second billed exactly once.
 // It runs with the product's hour closes and with the row-per-charge
 // settlement they replaced.
 func TestLedgerAgainstOracle(t *testing.T) {
@@ -62,10 +64,12 @@ func ledgerOracleRun(t *testing.T, b Backend, seed uint64, mode string) {
 	top()
 	type oracle struct {
 		id              int64
-		rate, storeRate suanli.Money
+		rate, storeRate suanli.Money // rate: the compute rate in force now
 		status          string
-		billedUS        int64 // µs in running/preempting
-		lifeUS          int64 // µs alive
+		billedUS        int64    // µs in running/preempting
+		computeUS       *big.Int // Σ rate × µs over those intervals, each at the rate in force
+		rates           int      // compute rates the instance has had
+		lifeUS          int64    // µs alive
 		destroyed       bool
 		tx              int64 // bytes sent, billed
 	}
@@ -80,7 +84,8 @@ func ledgerOracleRun(t *testing.T, b Backend, seed uint64, mode string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ins = append(ins, &oracle{id: in.ID, rate: p.Instance.Rates.ComputePerHour, storeRate: p.Instance.Rates.StoragePerMonth * 10, status: suanli.StatusPending})
+		ins = append(ins, &oracle{id: in.ID, rate: p.Instance.Rates.ComputePerHour, storeRate: p.Instance.Rates.StoragePerMonth * 10,
+			status: suanli.StatusPending, computeUS: new(big.Int), rates: 1})
 	}
 	var usageSeq int64
 	for step := 0; step < 600; step++ {
@@ -92,11 +97,12 @@ func ledgerOracleRun(t *testing.T, b Backend, seed uint64, mode string) {
 			o.lifeUS += d
 			if o.status == suanli.StatusRunning || o.status == suanli.StatusPreempting {
 				o.billedUS += d
+				o.computeUS.Add(o.computeUS, new(big.Int).Mul(big.NewInt(int64(o.rate)), big.NewInt(d)))
 			}
 		}
 		now = now.Add(time.Duration(d) * time.Microsecond)
 		o := ins[rng.IntN(len(ins))]
-		switch rng.IntN(9) {
+		switch rng.IntN(10) {
 		case 0, 1:
 			if !o.destroyed {
 				next := []string{suanli.StatusRunning, suanli.StatusStopped, suanli.StatusPreempting, suanli.StatusPreempted, suanli.StatusExited}[rng.IntN(5)]
@@ -118,6 +124,27 @@ func ledgerOracleRun(t *testing.T, b Backend, seed uint64, mode string) {
 			db.Close()
 			if db, err = sqlstore.Open(ctx, path); err != nil {
 				t.Fatal(err)
+			}
+		case 8: // a rate change, running or not: the old rate up to now, the new one after
+			if !o.destroyed {
+				rate := o.rate // sometimes unchanged: no settlement, nothing changes
+				if rng.IntN(4) != 0 {
+					rate = suanli.Money(rng.Int64N(3_000_000) + 1)
+				}
+				out, err := db.ChangeRate(ctx, o.id, now, now, func(i *suanli.Instance) error {
+					i.Bid, i.Rates.ComputePerHour = rate, rate
+					return nil
+				})
+				if err != nil {
+					t.Fatalf("ChangeRate(%d, %s): %v", o.id, rate, err)
+				}
+				if out.Rates.ComputePerHour != rate {
+					t.Fatalf("ChangeRate(%d, %s) = rate %s", o.id, rate, out.Rates.ComputePerHour)
+				}
+				if rate != o.rate {
+					o.rate = rate
+					o.rates++
+				}
 			}
 		case 7: // traffic, with retries of the same report
 			if !o.destroyed {
@@ -146,13 +173,18 @@ func ledgerOracleRun(t *testing.T, b Backend, seed uint64, mode string) {
 		return v.Quo(v, big.NewInt(period)).Int64()
 	}
 	total := new(big.Int)
+	changed := 0
 	for _, o := range ins {
+		if o.rates > 1 && o.billedUS > 0 {
+			changed++
+		}
 		sum, err := db.FindCharges(ctx, suanli.ChargeFilter{InstanceID: &o.id})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := int64(sum.ByKind[suanli.MeterCompute]), floorDiv(o.rate, o.billedUS, suanli.MicrosPerHour); got != want {
-			t.Errorf("seed %d instance %d: compute %d, oracle %d (%d µs billed)", seed, o.id, got, want, o.billedUS)
+		// Remainders carry across a rate change: one floor over the sum.
+		if got, want := int64(sum.ByKind[suanli.MeterCompute]), new(big.Int).Quo(o.computeUS, big.NewInt(suanli.MicrosPerHour)).Int64(); got != want {
+			t.Errorf("seed %d instance %d: compute %d, oracle %d (%d µs billed at %d rates)", seed, o.id, got, want, o.billedUS, o.rates)
 		}
 		if got, want := int64(sum.ByKind[suanli.MeterStorage]), floorDiv(o.storeRate, o.lifeUS, suanli.MicrosPerMonth); got != want {
 			t.Errorf("seed %d instance %d: storage %d, oracle %d", seed, o.id, got, want)
@@ -161,6 +193,9 @@ func ledgerOracleRun(t *testing.T, b Backend, seed uint64, mode string) {
 			t.Errorf("seed %d instance %d: egress %d, oracle %d (%d bytes)", seed, o.id, got, want, o.tx)
 		}
 		total.Add(total, big.NewInt(int64(sum.Total)))
+	}
+	if changed == 0 {
+		t.Errorf("seed %d: no instance ran under more than one rate: the sequence does not test rate changes", seed)
 	}
 	bal, _ := db.LedgerBalance(ctx, suanli.LedgerBalance(renter.ID))
 	if want := new(big.Int).Sub(credits, total); want.Int64() != int64(bal) {

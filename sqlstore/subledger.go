@@ -73,7 +73,14 @@ type spanRow struct {
 	ts    []int64
 }
 
-const spanInstanceCols = `COALESCE(i.label, ''), COALESCE(i.project, ''), COALESCE(i.tags, '{}'), COALESCE(i.machine_id, 0)`
+// spanInstanceCols are the attributes of a meter's instance (m), or of its
+// volume (a volume meter's instance_id is the negated volume id): the
+// project and tags reports and budgets group by. A volume has no label and
+// no machine here, so that earnings and invoices treat its lines as before.
+const (
+	spanInstanceCols = `COALESCE(i.label, ''), COALESCE(i.project, v.project, ''), COALESCE(i.tags, v.tags, '{}'), COALESCE(i.machine_id, 0)`
+	spanInstanceJoin = ` LEFT JOIN instances i ON i.id = m.instance_id LEFT JOIN volumes v ON m.instance_id < 0 AND v.id = -m.instance_id`
+)
 
 // closedSpans reads the close calendar (closes and their times) and the
 // spans of col = id ("" for all) as of the latest close.
@@ -109,7 +116,7 @@ func (tx *Tx) spans(ctx context.Context, col string, id int64, st billState) ([]
 	}
 	rows, err := tx.query(ctx, `SELECT m.id, m.instance_id, m.account_id, s.host_id, m.kind, s.rate, s.period_us, s.fee_bp,
 		s.since, s.remainder, s.close_lo, s.close_hi, s.amount, s.machine_id, `+spanInstanceCols+`
-		FROM meter_spans s JOIN meters m ON m.id = s.meter_id LEFT JOIN instances i ON i.id = m.instance_id
+		FROM meter_spans s JOIN meters m ON m.id = s.meter_id`+spanInstanceJoin+`
 		WHERE s.close_lo < ?`+swhere+` ORDER BY s.id`, append([]any{st.CloseID}, args...)...)
 	if err != nil {
 		return nil, err
@@ -137,7 +144,7 @@ func (tx *Tx) spans(ctx context.Context, col string, id int64, st billState) ([]
 	}
 	rows, err = tx.query(ctx, `SELECT m.id, m.instance_id, m.account_id, m.host_id, m.kind, m.rate, m.period_us, m.fee_bp,
 		m.since, m.remainder, m.close_id, `+spanInstanceCols+`
-		FROM meters m LEFT JOIN instances i ON i.id = m.instance_id
+		FROM meters m`+spanInstanceJoin+`
 		WHERE `+active+` AND m.close_id < ? AND m.since < ?`+where+` ORDER BY m.id`, append([]any{isActive, st.CloseID, st.Through}, args...)...)
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -23,8 +24,12 @@ func (s *DB) CreateVolume(ctx context.Context, v *suanli.Volume, hostID, feeBP i
 			return suanli.Errorf(suanli.ECONFLICT, "you already have a volume named %q: pick another name or delete it", v.Name)
 		}
 		v.Status, v.CreatedAt = suanli.VolumeReady, now
-		id, err := tx.insert(ctx, `INSERT INTO volumes (account_id, machine_id, host_id, name, size_gb, rate, status, project, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, v.AccountID, v.MachineID, hostID, v.Name, v.SizeGB, int64(v.Rate), v.Status, v.Project, us(now))
+		tags := "{}"
+		if len(v.Tags) > 0 {
+			tags = jsonText(v.Tags)
+		}
+		id, err := tx.insert(ctx, `INSERT INTO volumes (account_id, machine_id, host_id, name, size_gb, rate, status, project, tags, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, v.AccountID, v.MachineID, hostID, v.Name, v.SizeGB, int64(v.Rate), v.Status, v.Project, tags, us(now))
 		if err != nil {
 			return err
 		}
@@ -38,14 +43,18 @@ func (s *DB) CreateVolume(ctx context.Context, v *suanli.Volume, hostID, feeBP i
 	})
 }
 
-const volumeCols = `id, account_id, machine_id, name, size_gb, rate, status, project, created_at, deleted_at`
+const volumeCols = `id, account_id, machine_id, name, size_gb, rate, status, project, tags, created_at, deleted_at`
 
 func scanVolume(r scanner) (*suanli.Volume, error) {
 	var v suanli.Volume
 	var rate, created int64
+	var tags string
 	var deleted sql.NullInt64
-	if err := r.Scan(&v.ID, &v.AccountID, &v.MachineID, &v.Name, &v.SizeGB, &rate, &v.Status, &v.Project, &created, &deleted); err != nil {
+	if err := r.Scan(&v.ID, &v.AccountID, &v.MachineID, &v.Name, &v.SizeGB, &rate, &v.Status, &v.Project, &tags, &created, &deleted); err != nil {
 		return nil, err
+	}
+	if err := json.Unmarshal([]byte(tags), &v.Tags); err != nil {
+		return nil, fmt.Errorf("volume %d tags: %w", v.ID, err)
 	}
 	v.Rate, v.CreatedAt, v.DeletedAt = suanli.Money(rate), fromUS(created), fromUSPtr(deleted)
 	return &v, nil

@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -74,17 +75,35 @@ func (g *guardFlags) apply(c *suanli.InstanceCreate) error {
 	c.Guards.StopWindows = g.windows
 	c.Guards.DestroyAfterStoppedDays = g.destroyAfterStopped
 	c.Project = g.project
-	if len(g.tags) > 0 {
-		c.Tags = map[string]string{}
-		for _, kv := range g.tags {
-			k, v, ok := strings.Cut(kv, "=")
-			if !ok || k == "" {
-				return suanli.FieldErrorf("tag", "%q: write KEY=VALUE", kv)
-			}
-			c.Tags[k] = v
-		}
+	tags, err := parseTags(g.tags)
+	c.Tags = tags
+	return err
+}
+
+// parseTags reads repeated --tag KEY=VALUE flags; nil when there are none.
+func parseTags(kvs []string) (map[string]string, error) {
+	if len(kvs) == 0 {
+		return nil, nil
 	}
-	return nil
+	tags := map[string]string{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, suanli.FieldErrorf("tag", "%q: write KEY=VALUE", kv)
+		}
+		tags[k] = v
+	}
+	return tags, nil
+}
+
+// formatTags writes cost tags as sorted KEY=VALUE words.
+func formatTags(tags map[string]string) string {
+	kv := make([]string, 0, len(tags))
+	for k, v := range tags {
+		kv = append(kv, k+"="+v)
+	}
+	slices.Sort(kv)
+	return strings.Join(kv, " ")
 }
 
 func describeGuards(g suanli.Guards) string {

@@ -471,12 +471,7 @@ func newShowCmd(a *app) *cobra.Command {
 				row("project", in.Project)
 			}
 			if len(in.Tags) > 0 {
-				var kv []string
-				for k, v := range in.Tags {
-					kv = append(kv, k+"="+v)
-				}
-				slices.Sort(kv)
-				row("tags", strings.Join(kv, " "))
+				row("tags", formatTags(in.Tags))
 			}
 			if tm := in.Telemetry; tm != nil {
 				for _, r := range (telemetryView{Now: tm, GPUs: in.GPUCount > 0 && !in.Simulated}).rows() {

@@ -12,14 +12,19 @@ import (
 func newVolumeCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "volume", Short: "Volumes: storage on a machine that outlives instances (-v NAME:/path)"}
 	var c suanli.VolumeCreate
+	var tags []string
 	create := &cobra.Command{
 		Use:   "create NAME --machine M --size GB",
 		Short: "Create a volume on a machine, billed per GB-month until deleted",
-		Example: `  suanli volume create data --machine 3 --size 100
+		Example: `  suanli volume create data --machine 3 --size 100 --project vision --tag team=ml
   suanli create 3 --image pytorch/pytorch -v data:/workspace -- python train.py`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c.Name = args[0]
+			var err error
+			if c.Tags, err = parseTags(tags); err != nil {
+				return err
+			}
 			v, err := a.client().CreateVolume(cmd.Context(), c)
 			if err != nil {
 				return err
@@ -32,12 +37,13 @@ func newVolumeCmd(a *app) *cobra.Command {
 	create.Flags().Int64Var(&c.MachineID, "machine", 0, "the machine (offer id) to keep it on")
 	create.Flags().Int64Var(&c.SizeGB, "size", 0, "size in GB")
 	create.Flags().StringVar(&c.Project, "project", "", "the project its cost belongs to")
+	create.Flags().StringArrayVar(&tags, "tag", nil, "a cost tag KEY=VALUE (repeatable), for budgets and reports")
 	create.MarkFlagRequired("machine")
 	create.MarkFlagRequired("size")
 	var all, jsonOut bool
 	ls := &cobra.Command{
 		Use:   "ls",
-		Short: "Your volumes, where they are attached, and what they cost so far",
+		Short: "Your volumes, where they are attached, what they cost so far, and their project and tags",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			vs, err := a.client().FindVolumes(cmd.Context(), all)
@@ -48,13 +54,20 @@ func newVolumeCmd(a *app) *cobra.Command {
 				return a.printJSON(cmd, vs)
 			}
 			t := table(cmd.OutOrStdout())
-			fmt.Fprintln(t, "NAME\tMACHINE\tSIZE\tSTATUS\tATTACHED TO\tCOST SO FAR\tCREATED")
+			fmt.Fprintln(t, "NAME\tMACHINE\tSIZE\tSTATUS\tATTACHED TO\tCOST SO FAR\tPROJECT\tTAGS\tCREATED")
 			for _, v := range vs {
-				att := "-"
+				att, project, tags := "-", "-", "-"
 				if v.AttachedTo != 0 {
 					att = fmt.Sprint(v.AttachedTo)
 				}
-				fmt.Fprintf(t, "%s\t%d\t%d GB\t%s\t%s\t%s\t%s\n", v.Name, v.MachineID, v.SizeGB, v.Status, att, v.CostSoFar, v.CreatedAt.Local().Format(time.DateTime))
+				if v.Project != "" {
+					project = v.Project
+				}
+				if len(v.Tags) > 0 {
+					tags = formatTags(v.Tags)
+				}
+				fmt.Fprintf(t, "%s\t%d\t%d GB\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Name, v.MachineID, v.SizeGB, v.Status, att, v.CostSoFar, project, tags,
+					v.CreatedAt.Local().Format(time.DateTime))
 			}
 			return t.Flush()
 		},

@@ -79,3 +79,44 @@ func TestVolumeEndToEnd(t *testing.T) {
 		t.Errorf("volume ls --all = %q", out)
 	}
 }
+
+// TestVolumeTagsThroughTheBinary: volume create takes --project and
+// repeated --tag, volume ls shows them, and the volume's storage is
+// reported under its tag by cost report --by tag:KEY.
+func TestVolumeTagsThroughTheBinary(t *testing.T) {
+	m, _ := startUp(t, t.TempDir())
+	if _, err := m.run("host", "list", "1", "--price-disk", "100"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.run("volume", "create", "bad", "--machine", "1", "--size", "5", "--tag", "team"); err == nil || !strings.Contains(err.Error(), "write KEY=VALUE") {
+		t.Errorf("volume create --tag team: %v, want a usage error", err)
+	}
+	if _, err := m.run("volume", "create", "data", "--machine", "1", "--size", "5", "--project", "vision", "--tag", "team=ml", "--tag", "env=prod"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := m.run("volume", "ls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 2 || !strings.Contains(lines[0], "PROJECT") || !strings.Contains(lines[0], "TAGS") ||
+		!strings.Contains(lines[1], "vision") || !strings.Contains(lines[1], "env=prod team=ml") {
+		t.Errorf("volume ls =\n%s\nwant a PROJECT and a TAGS column with vision and env=prod team=ml", out)
+	}
+	var vs []suanli.Volume
+	m.mustJSON(&vs, "volume", "ls")
+	if len(vs) != 1 || vs[0].Tags["team"] != "ml" || vs[0].Tags["env"] != "prod" || vs[0].Project != "vision" {
+		t.Fatalf("volume ls --json = %+v", vs)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var rep suanli.CostReport
+		m.mustJSON(&rep, "cost", "report", "--by", "tag:team")
+		if len(rep.Rows) == 1 && rep.Rows[0].Key == "ml" && rep.Rows[0].Amount > 0 && rep.Rows[0].Amount == rep.Total {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cost report --by tag:team = %+v, want all of it under ml", rep)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
