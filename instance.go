@@ -40,6 +40,10 @@ type Rates struct {
 	InetUpPerGB     Money `json:"inet_up_per_gb"`
 	InetDownPerGB   Money `json:"inet_down_per_gb"`
 	FeeBasisPoints  int64 `json:"fee_basis_points"` // platform fee out of provider earnings, 100 = 1%
+	// GreenDiscountBP is the host's green discount (Listing.GreenDiscountBP)
+	// that ComputePerHour already includes; 0 when none applied (and for
+	// interruptible rentals, which pay their bid).
+	GreenDiscountBP int64 `json:"green_discount_bp,omitempty"`
 }
 
 // StoragePerHour is what the instance's disk costs per hour, running or not.

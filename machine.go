@@ -59,6 +59,35 @@ type Listing struct {
 	ReserveDiscounts     []ReserveDiscount `json:"reserve_discounts,omitempty"`
 	ReserveMaxDiscountBP int64             `json:"reserve_max_discount_bp,omitempty"`
 	ReserveCancelFeeBP   int64             `json:"reserve_cancel_fee_bp,omitempty"`
+	// GreenDiscountBP is basis points off the compute prices (PriceGPU,
+	// PriceCPU, PriceRAM and MinBid; not disk or traffic) that every renter
+	// gets while the machine's grid is green (Offer.Green: a known carbon
+	// intensity at most the advisor's threshold). The control plane refuses
+	// it on a machine whose grid is not green, and stops applying it if the
+	// grid stops being green; 0 means none. At most MaxGreenDiscountBP.
+	GreenDiscountBP int64 `json:"green_discount_bp,omitempty"`
+}
+
+// MaxGreenDiscountBP is the largest green discount a listing may grant: 50%.
+const MaxGreenDiscountBP = 5000
+
+// ForRenters returns the listing as renters are charged under it: when
+// green (the machine's grid is green) and l has a green discount, the
+// compute prices and the minimum bid less GreenDiscountBP, rounded down to
+// the micro-unit; otherwise l with GreenDiscountBP 0, so that the result's
+// GreenDiscountBP is the discount that applies. Offers, quotes and the
+// rates locked into a rental are derived from this listing, never from the
+// stored one.
+func (l Listing) ForRenters(green bool) Listing {
+	if !green || l.GreenDiscountBP <= 0 {
+		l.GreenDiscountBP = 0
+		return l
+	}
+	bp := min(l.GreenDiscountBP, MaxGreenDiscountBP)
+	off := func(m Money) Money { return MulDiv(m, 10_000-bp, 10_000) }
+	l.PriceGPU, l.PriceCPU, l.PriceRAM, l.MinBid = off(l.PriceGPU), off(l.PriceCPU), off(l.PriceRAM), off(l.MinBid)
+	l.GreenDiscountBP = bp
+	return l
 }
 
 // MachineBeat is one machine's last heartbeat, as the control plane's
@@ -129,6 +158,7 @@ type ListingUpdate struct {
 	ReserveDiscounts     *[]ReserveDiscount `json:"reserve_discounts,omitempty"`
 	ReserveMaxDiscountBP *int64             `json:"reserve_max_discount_bp,omitempty"`
 	ReserveCancelFeeBP   *int64             `json:"reserve_cancel_fee_bp,omitempty"`
+	GreenDiscountBP      *int64             `json:"green_discount_bp,omitempty"`
 	Country              *string            `json:"country,omitempty"`
 	Region               *string            `json:"region,omitempty"`
 }

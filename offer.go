@@ -72,8 +72,12 @@ type Offer struct {
 	// (and its CPU cores) at full load, at the host's grid intensity, with a
 	// data centre's PUE; 0 when the intensity is unknown. The control plane
 	// fills it when it derives the offer (advisor.OfferCO2PerHour).
-	CO2PerHour    float64 `json:"co2_g_per_hour"`
-	Green         bool    `json:"green"`
+	CO2PerHour float64 `json:"co2_g_per_hour"`
+	Green      bool    `json:"green"`
+	// GreenDiscount is the percentage (10 for 10%) the host takes off its
+	// compute prices because its grid is green; the prices above already
+	// include it. 0 when the host grants none or its grid is not green.
+	GreenDiscount float64 `json:"green_discount"`
 	LatencyMS     float64 `json:"latency_ms"` // to the renter's location, 0 when unknown
 	PreemptGraceS int     `json:"preempt_grace_s"`
 	// InterruptionRate is the share of this host's interruptible rentals of

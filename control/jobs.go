@@ -117,9 +117,13 @@ func (s *Service) relaunch(ctx context.Context, in *suanli.Instance, reason stri
 		if in.GPUCount == 0 {
 			req.GPUCount = 0
 		}
-		plan, err := sched.Place(m, sched.Usage{GPUs: gpus, CPUCores: cores, RAMMB: ram}, req)
+		terms := rentTerms(m)
+		plan, err := sched.Place(terms, sched.Usage{GPUs: gpus, CPUCores: cores, RAMMB: ram}, req)
 		if err != nil || plan.Rates.ComputePerHour > maxPrice {
 			continue
+		}
+		if in.RentalType != suanli.RentalInterruptible {
+			plan.Rates.GreenDiscountBP = terms.Listing.GreenDiscountBP
 		}
 		now := s.now()
 		out, err := s.Store.MoveInstance(ctx, sqlstore.Move{InstanceID: in.ID, MachineID: m.ID, HostID: m.OwnerID, GPUIndexes: plan.GPUIndexes,

@@ -2,9 +2,12 @@ package control
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/advisor"
 	"github.com/suanli/suanli/auth"
 )
 
@@ -96,18 +99,21 @@ func (s *Service) ListMachine(ctx context.Context, id int64, u suanli.ListingUpd
 	if err := applyReserveTerms(&l, u); err != nil {
 		return nil, err
 	}
-	if m.IsGPU() && l.PriceGPU <= 0 {
-		return nil, suanli.FieldErrorf("price_gpu", "a GPU machine needs a price per GPU-hour above zero (--price-gpu 0.40)")
-	}
-	if !m.IsGPU() && l.PriceCPU <= 0 {
-		return nil, suanli.FieldErrorf("price_cpu", "a CPU-only machine needs a price per core-hour above zero (--price-cpu 0.02)")
-	}
 	country, region := m.Country, m.Region
 	if u.Country != nil {
 		country = *u.Country
 	}
 	if u.Region != nil {
 		region = *u.Region
+	}
+	if err := applyGreenDiscount(&l, u, m.ID, country); err != nil {
+		return nil, err
+	}
+	if m.IsGPU() && l.PriceGPU <= 0 {
+		return nil, suanli.FieldErrorf("price_gpu", "a GPU machine needs a price per GPU-hour above zero (--price-gpu 0.40)")
+	}
+	if !m.IsGPU() && l.PriceCPU <= 0 {
+		return nil, suanli.FieldErrorf("price_cpu", "a CPU-only machine needs a price per core-hour above zero (--price-cpu 0.02)")
 	}
 	l.Listed = true
 	out, err := s.Store.UpdateListing(ctx, id, l, country, region)
@@ -157,6 +163,31 @@ func (s *Service) CreateJoinToken(ctx context.Context, ttl time.Duration) (*suan
 		return nil, err
 	}
 	return &suanli.JoinToken{Token: tok, AccountID: p.AccountID, ExpiresAt: exp}, nil
+}
+
+// applyGreenDiscount checks and applies a listing update's green discount:
+// 0 to 50%, and none on a machine whose grid (by country) is not green,
+// since a "green" discount there would say what is not so. A listing
+// whose grid stops being green keeps the figure, unapplied
+// (suanli.Listing.ForRenters), and must clear it before its next change.
+func applyGreenDiscount(l *suanli.Listing, u suanli.ListingUpdate, id int64, country string) error {
+	if u.GreenDiscountBP != nil {
+		if v := *u.GreenDiscountBP; v < 0 || v > suanli.MaxGreenDiscountBP {
+			return suanli.FieldErrorf("green_discount_bp", "%d: give 0 to %d bp (50%%)", v, suanli.MaxGreenDiscountBP)
+		}
+		l.GreenDiscountBP = *u.GreenDiscountBP
+	}
+	if l.GreenDiscountBP == 0 || greenGrid(&suanli.Machine{Country: country}) {
+		return nil
+	}
+	g, ok := advisor.CarbonIntensity(country)
+	why := "its country is not set, so its grid is unknown (--country NO)"
+	if ok {
+		why = fmt.Sprintf("its grid (%s) emits %.0f gCO2/kWh, above the %.0f that counts as green", g.Country, g.GPerKWh, advisor.GreenThreshold)
+	} else if strings.TrimSpace(country) != "" {
+		why = fmt.Sprintf("the carbon intensity of %q's grid is unknown", country)
+	}
+	return suanli.FieldErrorf("green_discount_bp", "machine %d: a green discount needs a green grid, and %s: correct --country, or drop the discount (--green-discount 0)", id, why)
 }
 
 // applyReserveTerms checks and applies a listing update's reservation

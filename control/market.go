@@ -193,7 +193,7 @@ func (s *Service) ChangeBid(ctx context.Context, id int64, bid suanli.Money) (*s
 	if units != 1 {
 		word += "s"
 	}
-	if min := m.Listing.MinBid * suanli.Money(units); bid < min {
+	if min := rentTerms(m).Listing.MinBid * suanli.Money(units); bid < min {
 		return nil, suanli.FieldErrorf("bid", "%s/h is below offer %d's minimum bid of %s/h for %d %s", bid, m.ID, min, units, word)
 	}
 	now := s.now()

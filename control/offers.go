@@ -37,9 +37,33 @@ func perfOf(name string) (tflops, dlperf float64) {
 	return 0, 0
 }
 
-// offerFor derives a machine's offer from its hardware, listing and what its
-// live instances hold.
+// greenGrid reports whether m's grid is green as its offer shows it
+// (advisor.Annotate): a known carbon intensity for its country, at most
+// advisor.GreenThreshold.
+func greenGrid(m *suanli.Machine) bool {
+	g, ok := advisor.CarbonIntensity(m.Country)
+	return ok && advisor.IsGreen(g.GPerKWh)
+}
+
+// rentTerms returns m with the listing renters are charged under
+// (suanli.Listing.ForRenters): the one place the green discount enters
+// prices, used by offers, quotes, placements and relaunches alike. It
+// returns m itself when the listing has no green discount, else a shallow
+// copy; m is not changed.
+func rentTerms(m *suanli.Machine) *suanli.Machine {
+	if m.Listing.GreenDiscountBP == 0 {
+		return m
+	}
+	c := *m
+	c.Listing = m.Listing.ForRenters(greenGrid(m))
+	return &c
+}
+
+// offerFor derives a machine's offer from its hardware, listing (as renters
+// are charged under it, green discount included) and what its live
+// instances hold.
 func offerFor(m *suanli.Machine, u sched.Usage, now time.Time) *suanli.Offer {
+	m = rentTerms(m)
 	hw := m.Hardware
 	l := m.Listing
 	o := &suanli.Offer{
@@ -50,6 +74,7 @@ func offerFor(m *suanli.Machine, u sched.Usage, now time.Time) *suanli.Offer {
 		Reliability: m.Reliability, Verified: m.Verified, Simulated: m.Simulated, Datacenter: m.Datacenter,
 		Geolocation: m.Geolocation, Country: m.Country, Region: m.Region, EndDate: l.EndDate,
 		PreemptGraceS: l.PreemptGraceS, HostStatus: m.Status, Duration: 3650, EncryptedDisk: hw.DiskEncryption != "",
+		GreenDiscount: float64(l.GreenDiscountBP) / 100,
 	}
 	switch {
 	case m.Datacenter:

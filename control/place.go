@@ -180,7 +180,7 @@ func hostOf(m *suanli.Machine, live []*suanli.Instance, now time.Time) *sched.Ho
 		}
 	}
 	expired := m.Listing.EndDate != nil && !m.Listing.EndDate.After(now)
-	return sched.HostFromMachine(m, live, expired, wait)
+	return sched.HostFromMachine(rentTerms(m), live, expired, wait)
 }
 
 // place plans a fleet request on a snapshot of its candidate hosts and
@@ -306,6 +306,9 @@ func (s *Service) storePlacement(p *suanli.Principal, acct *suanli.Account, fc s
 		DiskGB: c.DiskGB, GPUCount: len(pl.GPUIndexes), GPUIndexes: pl.GPUIndexes, CPUCores: pl.CPUCores,
 		RentalType: c.RentalType, Bid: req.Bid, Rates: pl.Rates, Simulated: h.Simulated,
 		Status: suanli.StatusPending, Desired: suanli.DesiredRunning, StatusMessage: "waiting for the host agent",
+	}
+	if in.RentalType != suanli.RentalInterruptible {
+		in.Rates.GreenDiscountBP = h.Listing.GreenDiscountBP // 0 unless it applied (rentTerms)
 	}
 	if in.GPUCount > 0 {
 		in.GPUName = h.GPUName

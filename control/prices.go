@@ -57,7 +57,7 @@ func (s *Service) SampleMarket(ctx context.Context) error {
 			continue
 		}
 		name := m.Hardware.GPUs[0].Name
-		points = append(points, suanli.PricePoint{At: now, GPUName: name, Kind: suanli.PriceListed, Price: m.Listing.PriceGPU, MachineID: m.ID})
+		points = append(points, suanli.PricePoint{At: now, GPUName: name, Kind: suanli.PriceListed, Price: rentTerms(m).Listing.PriceGPU, MachineID: m.ID})
 		f := fill[name]
 		if f == nil {
 			f = &suanli.FillSample{At: now, GPUName: name}

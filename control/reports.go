@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/advisor"
 	"github.com/suanli/suanli/sched"
 	"github.com/suanli/suanli/sqlstore"
 )
@@ -51,7 +52,9 @@ func (s *Service) Quote(ctx context.Context, q suanli.QuoteRequest) (*suanli.Quo
 	if c.Bid != nil {
 		req.Bid = *c.Bid
 	}
-	plan, err := sched.Place(m, sched.Usage{GPUs: gpus, CPUCores: cores, RAMMB: ram}, req)
+	usage := sched.Usage{GPUs: gpus, CPUCores: cores, RAMMB: ram}
+	terms := rentTerms(m)
+	plan, err := sched.Place(terms, usage, req)
 	if err != nil {
 		return nil, err
 	}
@@ -84,6 +87,11 @@ func (s *Service) Quote(ctx context.Context, q suanli.QuoteRequest) (*suanli.Quo
 	out.FeeIncluded = suanli.MulDiv(out.Total, s.cfg.FeeBasisPoints, 10_000)
 	out.Lines = append(out.Lines, suanli.QuoteLine{Item: "platform fee (included above)", Quantity: fmt.Sprintf("%d.%02d%%", s.cfg.FeeBasisPoints/100, s.cfg.FeeBasisPoints%100),
 		Rate: "of the price, paid by the provider", Amount: out.FeeIncluded})
+	if bp := terms.Listing.GreenDiscountBP; bp > 0 {
+		if err := s.quoteGreenDiscount(out, m, usage, req, compute, runUS, bp); err != nil {
+			return nil, err
+		}
+	}
 	// Pre-flight checks, as create would run them.
 	out.Checks = append(out.Checks, fmt.Sprintf("capacity: %s free on offer %d", unit, m.ID))
 	if m.Simulated && !s.cfg.AllowSimulated && m.OwnerID != p.AccountID {
@@ -113,6 +121,30 @@ func (s *Service) Quote(ctx context.Context, q suanli.QuoteRequest) (*suanli.Quo
 		out.Warnings = append(out.Warnings, "no --ttl: it runs until you stop it (idle auto-stop still applies)")
 	}
 	return out, nil
+}
+
+// quoteGreenDiscount itemizes the green discount a quote's compute line
+// already includes: what the same hours cost at the host's list price, less
+// what they cost now. An interruptible rental pays its bid, so the discount
+// only lowers the minimum bid, which a check says.
+func (s *Service) quoteGreenDiscount(out *suanli.Quote, m *suanli.Machine, usage sched.Usage, req sched.Request, compute suanli.Money, runUS int64, bp int64) error {
+	pct := fmt.Sprintf("%d.%02d%%", bp/100, bp%100)
+	grid := m.Country
+	if g, ok := advisor.CarbonIntensity(m.Country); ok {
+		grid = fmt.Sprintf("%s, %.0f gCO2/kWh", g.Country, g.GPerKWh)
+	}
+	if req.RentalType == suanli.RentalInterruptible {
+		out.Checks = append(out.Checks, fmt.Sprintf("green discount: the host's grid is green (%s), its minimum bid is %s lower; you pay your bid", grid, pct))
+		return nil
+	}
+	list, err := sched.Place(m, usage, req)
+	if err != nil {
+		return err
+	}
+	listCompute, _ := suanli.Accrue(list.Rates.ComputePerHour, runUS, suanli.MicrosPerHour, 0)
+	out.Lines = append(out.Lines, suanli.QuoteLine{Item: "green discount (included above)", Quantity: pct + " of compute",
+		Rate: fmt.Sprintf("list %s/h, green grid (%s)", list.Rates.ComputePerHour, grid), Amount: listCompute - compute})
+	return nil
 }
 
 func hoursCovered(bal, perHour suanli.Money) string {

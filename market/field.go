@@ -180,6 +180,7 @@ var fields = []field{
 	{"carbon_intensity", kindFloat, "gCO2/kWh", func(o *suanli.Offer) any { return &o.CarbonIntensity }},
 	{"co2_g_per_hour", kindFloat, "g/h", func(o *suanli.Offer) any { return &o.CO2PerHour }},
 	{"green", kindBool, "", func(o *suanli.Offer) any { return &o.Green }},
+	{"green_discount", kindFloat, "%", func(o *suanli.Offer) any { return &o.GreenDiscount }},
 	{"latency_ms", kindFloat, "ms", func(o *suanli.Offer) any { return &o.LatencyMS }},
 	{"preempt_grace_s", kindInt, "s", func(o *suanli.Offer) any { return &o.PreemptGraceS }},
 	{"interruption_rate", kindFloat, "", func(o *suanli.Offer) any { return &o.InterruptionRate }},

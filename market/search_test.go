@@ -48,6 +48,7 @@ func fixture() []*suanli.Offer {
 		mkOffer(6, func(o *suanli.Offer) {
 			o.GPUName, o.GPURAM, o.GPUTotalRAM, o.DPHBase, o.Reliability, o.Verified, o.Tier = "RTX 3090", 24, 24, 199_000, 0.6, false, "community"
 			o.DLPerf, o.DriverVersion, o.Country, o.CarbonIntensity, o.CO2PerHour = 25, "535.9", "FR", 56, 24.1
+			o.GreenDiscount = 12.5
 		}),
 		mkOffer(7, func(o *suanli.Offer) {
 			o.GPUName, o.NumGPUs, o.TotalGPUs, o.GPURAM, o.GPUTotalRAM, o.GPUArch, o.ComputeCap = "", 0, 0, 0, 0, "", 0
@@ -146,6 +147,12 @@ func TestSearchConditions(t *testing.T) {
 		{"co2_g_per_hour<500", "co2_g_per_hour-", []int64{2, 8, 1, 7, 6}},
 		{"co2_g_per_hour>=1000", "id", []int64{3}},
 		{"co2_g_per_hour<100 green=false", "id", []int64{6}},
+		// A host's green discount (percent off its compute prices).
+		{"green_discount>0", "id", []int64{6}},
+		{"green_discount>=12.5", "id", []int64{6}},
+		{"green_discount>12.5", "id", nil},
+		{"green_discount=0 num_gpus=1", "id", []int64{1, 8}},
+		{"gpu_name in [RTX_3090,RTX_4090]", "green_discount-,id", []int64{6, 1, 2, 8}},
 	}
 	for _, tt := range tests {
 		r, err := searchBoth(t, all, suanli.OfferQuery{Query: tt.q, Order: tt.order}, market.Viewer{})

@@ -79,7 +79,7 @@ func TestRun(t *testing.T) {
 		if size != "1G" {
 			t.Errorf("StorageOpt size = %q, want 1G", size)
 		}
-	} else if want := "disk 1 GB not enforced by storage driver " + r.StorageDriver(); !strings.Contains(rep.Message, want) {
+	} else if want := "disk 1 GB watched every 30s (storage driver " + r.StorageDriver() + " has no quota)"; !strings.Contains(rep.Message, want) {
 		t.Errorf("no size storage option, and Message = %q does not say %q", rep.Message, want)
 	}
 	if l := ins.Container.Config.Labels; l[docker.LabelInstance] != "1" || l[docker.LabelManaged] != "true" {

@@ -1,6 +1,10 @@
 package docker
 
-import "github.com/moby/moby/api/types/jsonstream"
+import (
+	"context"
+
+	"github.com/moby/moby/api/types/jsonstream"
+)
 
 // Internals exposed to the external tests.
 var (
@@ -28,3 +32,7 @@ func PullMessage(msgs []jsonstream.Message) string {
 	}
 	return p.String()
 }
+
+// CheckDisks runs one pass of the disk watch now (its stops go on in the
+// background).
+func (r *Runtime) CheckDisks(ctx context.Context) error { return r.checkDisks(ctx) }

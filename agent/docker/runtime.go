@@ -100,6 +100,16 @@ type Options struct {
 	// plane sends, so that release is a crypto-erase (see the package doc
 	// for what stays outside it: the writable layer).
 	Vault *vault.Vault
+	// DiskCheckInterval is how often the disk watch measures each running
+	// instance where the storage driver enforces no size (see disk.go);
+	// 0 means DefaultDiskCheckInterval, a negative value turns the watch
+	// off. Each check lists the containers with their sizes, which makes
+	// the daemon walk every instance's writable layer.
+	DiskCheckInterval time.Duration
+	// DiskBytesPerGB is how many bytes one rented GB allows the disk watch;
+	// 0 means 1 GiB (1<<30), as the storage drivers' size option counts.
+	// Tests set it small so that a few megabytes exceed a 1 GB instance.
+	DiskBytesPerGB int64
 }
 
 // Runtime runs instances as Docker containers; see the package doc for what
@@ -134,6 +144,12 @@ type Runtime struct {
 	live      map[int64]*liveSample // the latest stats sample per running instance
 	noQuota   bool                  // the storage driver refused a size option once
 	states    map[int64]*sync.Mutex
+
+	diskUnit     int64                   // Options.DiskBytesPerGB
+	diskEvery    time.Duration           // the disk watch's interval; ≤ 0: off
+	graces       map[int64]time.Duration // instance id → stop grace of its last spec
+	diskStopping map[int64]bool          // the disk watch is stopping the instance
+	diskUnread   map[int64]bool          // a volume of the instance could not be measured (logged)
 }
 
 // Available reports whether a Docker daemon answers at the address in the
@@ -197,6 +213,13 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		followers:     map[int64]*follower{},
 		live:          map[int64]*liveSample{},
 		states:        map[int64]*sync.Mutex{},
+		diskUnit:      opts.DiskBytesPerGB,
+		graces:        map[int64]time.Duration{},
+		diskStopping:  map[int64]bool{},
+		diskUnread:    map[int64]bool{},
+	}
+	if r.diskUnit <= 0 {
+		r.diskUnit = 1 << 30
 	}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
@@ -246,6 +269,13 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 				return nil, err
 			}
 		}
+	}
+	r.diskEvery = opts.DiskCheckInterval
+	if r.diskEvery == 0 {
+		r.diskEvery = DefaultDiskCheckInterval
+	}
+	if r.diskEvery > 0 {
+		r.wg.Go(func() { r.watchDisk(r.bg, r.diskEvery) })
 	}
 	r.log.Info("docker runtime ready", "daemon", cli.DaemonHost(), "server_version", ver.Version,
 		"api_version", cli.ClientVersion(), "platform", r.hostOS+"/"+r.hostArch,
@@ -395,6 +425,9 @@ func (r *Runtime) Ensure(ctx context.Context, spec suanli.InstanceSpec) error {
 		}
 	}
 
+	r.mu.Lock()
+	r.graces[spec.ID] = spec.StopGrace
+	r.mu.Unlock()
 	mu := r.instanceLock(spec.ID)
 	mu.Lock()
 	defer mu.Unlock()
@@ -415,7 +448,7 @@ func (r *Runtime) Ensure(ctx context.Context, spec suanli.InstanceSpec) error {
 				return nil // the workload ended by itself: stays exited until stopped, then started
 			}
 		}
-		st.Stopped, st.StartAsked = false, r.now()
+		st.Stopped, st.StartAsked, st.DiskExceeded = false, r.now(), ""
 		if err := r.saveState(spec.ID, st); err != nil {
 			return err
 		}
@@ -514,6 +547,8 @@ func (r *Runtime) remove(ctx context.Context, id int64) (suanli.Release, error) 
 	r.mu.Lock()
 	delete(r.live, id)
 	delete(r.pulls, id)
+	delete(r.graces, id)
+	delete(r.diskUnread, id)
 	r.mu.Unlock()
 	if c != nil {
 		r.log.Info("instance removed", "instance_id", id, "container", shortID(c.ID))
@@ -527,7 +562,8 @@ func (r *Runtime) remove(ctx context.Context, id int64) (suanli.Release, error) 
 // pulls its image (Message: "pulling 45% of 1.2 GB"), "running" (with
 // StartedAt, telemetry and the mapped ports in Message), "stopped" (stopped
 // by this runtime, or created and not started), "exited" (the workload
-// ended; ExitCode set) and "failed" (the daemon lost the container).
+// ended, or the disk watch stopped it for its disk use; ExitCode set) and
+// "failed" (the daemon lost the container).
 func (r *Runtime) Status(ctx context.Context) ([]suanli.InstanceReport, error) {
 	cs, err := r.list(ctx)
 	if err != nil {
@@ -583,7 +619,7 @@ func (r *Runtime) report(ctx context.Context, id int64, c *container.InspectResp
 			parts = append(parts, "ports "+formatPorts(ports))
 		}
 		if _, ok := c.HostConfig.StorageOpt["size"]; !ok && c.Config.Labels[labelDiskGB] != "" {
-			parts = append(parts, fmt.Sprintf("disk %s GB not enforced by storage driver %s", c.Config.Labels[labelDiskGB], r.storageDriver))
+			parts = append(parts, r.diskNote(c.Config.Labels[labelDiskGB]))
 		}
 		rep.Message = strings.Join(parts, "; ")
 		r.kick(id, c.ID)
@@ -604,6 +640,10 @@ func (r *Runtime) report(ctx context.Context, id int64, c *container.InspectResp
 		code := c.State.ExitCode
 		rep.ExitCode = &code
 		rep.Message = fmt.Sprintf("exited with code %d", code)
+		if st.DiskExceeded != "" {
+			rep.Message = st.DiskExceeded
+			break
+		}
 		if c.State.OOMKilled {
 			rep.Message += fmt.Sprintf("; killed for using more than its %d MB of memory", c.HostConfig.Memory>>20)
 		}

@@ -21,6 +21,9 @@ type instanceState struct {
 	// container inspected as exited with an end before it (a Status that
 	// raced a start) is not reported as a new exit.
 	StartAsked time.Time `json:"start_asked,omitzero"`
+	// DiskExceeded is why the disk watch stopped the current run (disk.go):
+	// Status reports the exit with it. A start clears it.
+	DiskExceeded string `json:"disk_exceeded,omitempty"`
 
 	RunStartedAt string `json:"run_started_at,omitempty"` // the run the Last counters belong to
 	TxBase       uint64 `json:"tx_base"`                  // bytes of earlier runs

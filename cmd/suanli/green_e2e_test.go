@@ -53,3 +53,54 @@ func TestSearchShowsCO2(t *testing.T) {
 		t.Errorf("co2_g_per_hour below half its value: %d offers, want 0", len(res.Offers))
 	}
 }
+
+// TestGreenDiscountCLI grants a 10% green discount through `host list`:
+// refused while the machine's grid is unknown, accepted in Norway; the
+// provider sees it in `host machines`, renters in search (the discounted
+// gpu_price, the green_discount field and a GREEN OFF column) and in a
+// quote's itemized line.
+func TestGreenDiscountCLI(t *testing.T) {
+	m, _ := startUp(t, t.TempDir())
+	if _, err := m.run("host", "list", "1", "--green-discount", "10%"); err == nil || !strings.Contains(err.Error(), "green discount needs a green grid") {
+		t.Fatalf("green discount without a country: %v, want refused", err)
+	}
+	if _, err := m.run("host", "list", "1", "--country", "NO", "--green-discount", "60"); err == nil || !strings.Contains(err.Error(), "0 to 5000 bp") {
+		t.Fatalf("green discount of 60%%: %v, want refused", err)
+	}
+	out, err := m.run("host", "list", "1", "--country", "NO", "--green-discount", "10%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ms []*suanli.Machine
+	m.mustJSON(&ms, "host", "machines")
+	if len(ms) != 1 || ms[0].Listing.GreenDiscountBP != 1000 {
+		t.Fatalf("machines = %+v, want one with green_discount_bp 1000", ms)
+	}
+	list := ms[0].Listing.PriceGPU
+	want := suanli.MulDiv(list, 9, 10)
+	if !strings.Contains(out, "green discount 10% (renters pay "+want.Decimal()+"/GPU-h)") {
+		t.Errorf("host list says:\n%s\nwant the discount and the price renters pay, %s", out, want.Decimal())
+	}
+	if out, err := m.run("host", "machines"); err != nil || !strings.Contains(out, "green discount 10%") {
+		t.Errorf("host machines lacks the green discount (%v):\n%s", err, out)
+	}
+	var res suanli.OfferResult
+	m.mustJSON(&res, "search", "green_discount>=10")
+	if len(res.Offers) != 1 || res.Offers[0].GPUPrice != want || res.Offers[0].GreenDiscount != 10 || !res.Offers[0].Green {
+		t.Fatalf("search green_discount>=10 = %+v, want the machine at %s/GPU-h", res.Offers, want)
+	}
+	if out, err := m.run("search"); err != nil || !strings.Contains(out, "GREEN OFF") || !strings.Contains(out, "10%") {
+		t.Errorf("search table lacks the GREEN OFF column (%v):\n%s", err, out)
+	}
+	var q suanli.Quote
+	m.mustJSON(&q, "quote", "1", "--gpus", "1", "--hours", "10")
+	found := false
+	for _, l := range q.Lines {
+		if strings.HasPrefix(l.Item, "green discount") {
+			found = l.Amount == 10*(list-want)
+		}
+	}
+	if !found {
+		t.Errorf("quote lines %+v, want a green discount line of %s", q.Lines, 10*(list-want))
+	}
+}

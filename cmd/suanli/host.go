@@ -2,10 +2,12 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/advisor"
 )
 
 func newHostCmd(a *app) *cobra.Command {
@@ -42,6 +44,9 @@ func newHostMachinesCmd(a *app) *cobra.Command {
 					} else {
 						listing = fmt.Sprintf("%s/core-h + %s/GB-h RAM, disk %s/GB-mo", m.Listing.PriceCPU.Decimal(), m.Listing.PriceRAM.Decimal(), m.Listing.PriceDisk.Decimal())
 					}
+					if g := greenDiscountText(m); g != "" {
+						listing += ", " + g
+					}
 				}
 				fmt.Fprintf(t, "%d\t%s\t%s\t%s\t%s ago\t%s\t%s\t%d\n", m.ID, m.Hardware.Hostname, describeHW(m), m.Status,
 					time.Since(m.LastHeartbeat).Round(time.Second), m.Runtime, listing, len(m.GPUsInUse))
@@ -51,6 +56,26 @@ func newHostMachinesCmd(a *app) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
 	return cmd
+}
+
+// greenDiscountText describes a listing's green discount for its provider:
+// "green discount 10% (renters pay $0.36/GPU-h)", or that it is not
+// applied because the machine's grid is not green; "" when there is none.
+func greenDiscountText(m *suanli.Machine) string {
+	bp := m.Listing.GreenDiscountBP
+	if bp == 0 {
+		return ""
+	}
+	pct := fmt.Sprintf("green discount %s%%", strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%d.%02d", bp/100, bp%100), "0"), "."))
+	g, ok := advisor.CarbonIntensity(m.Country)
+	if !ok || !advisor.IsGreen(g.GPerKWh) {
+		return pct + " (not applied: the machine's grid is not green)"
+	}
+	r := m.Listing.ForRenters(true)
+	if m.IsGPU() {
+		return fmt.Sprintf("%s (renters pay %s/GPU-h)", pct, r.PriceGPU.Decimal())
+	}
+	return fmt.Sprintf("%s (renters pay %s/core-h + %s/GB-h RAM)", pct, r.PriceCPU.Decimal(), r.PriceRAM.Decimal())
 }
 
 func moneyFlag(cmd *cobra.Command, name string, dst **suanli.Money) error {
@@ -80,7 +105,8 @@ func newHostListCmd(a *app) *cobra.Command {
 of RAM (--price-ram). Disk is per GB-month, traffic per GB. Prices are
 locked into each rental when it is created: changes apply to new rentals.`,
 		Example: `  suanli host list 1 --price-gpu 0.40 --price-disk 0.10 --price-inet 0.01 --min-bid 0.20
-  suanli host list 2 --price-cpu 0.02 --price-ram 0.005 --end-date 2027-06-30`,
+  suanli host list 2 --price-cpu 0.02 --price-ram 0.005 --end-date 2027-06-30
+  suanli host list 3 --country NO --green-discount 10%`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseID("machine", args[0])
@@ -130,6 +156,9 @@ locked into each rental when it is created: changes apply to new rentals.`,
 				return a.printJSON(cmd, m)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "machine %d listed: %s\n", m.ID, describeHW(m))
+			if g := greenDiscountText(m); g != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "  %s\n", g)
+			}
 			return nil
 		},
 	}

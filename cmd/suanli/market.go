@@ -294,6 +294,7 @@ func marketListingFlags(cmd *cobra.Command) {
 	f.String("reserve-discount", "", "discount schedule for reservations, DAYS:PERCENT,…: e.g. 7:10,30:25,90:40 ('none' clears it)")
 	f.String("reserve-max-discount", "", "cap on any reservation discount, in percent")
 	f.String("reserve-cancel-fee", "", "fee kept on an early cancel, in percent of the unused part")
+	f.String("green-discount", "", "percent off compute prices and the minimum bid for every renter while the machine's grid is green (0 to 50, e.g. 10%; needs --country of a green grid; 0 clears it)")
 }
 
 // applyMarketListingFlags reads marketListingFlags into u.
@@ -319,7 +320,8 @@ func applyMarketListingFlags(cmd *cobra.Command, u *suanli.ListingUpdate) error 
 		}
 		u.ReserveDiscounts = &steps
 	}
-	for name, dst := range map[string]**int64{"reserve-max-discount": &u.ReserveMaxDiscountBP, "reserve-cancel-fee": &u.ReserveCancelFeeBP} {
+	for name, dst := range map[string]**int64{"reserve-max-discount": &u.ReserveMaxDiscountBP, "reserve-cancel-fee": &u.ReserveCancelFeeBP,
+		"green-discount": &u.GreenDiscountBP} {
 		if !f.Changed(name) {
 			continue
 		}

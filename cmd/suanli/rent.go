@@ -94,13 +94,18 @@ reliability, per dollar-hour, so a cheap host that loses rentals sinks.`,
 
 // printOfferTable writes offers as search shows them. The CO2 G/H column
 // (co2_g_per_hour, the estimate at full load) appears when any offer on the
-// page has one; "-" marks an offer whose grid is unknown.
+// page has one; "-" marks an offer whose grid is unknown. The GREEN OFF
+// column (green_discount, already in $/H) appears when any offer has one.
 func printOfferTable(out io.Writer, offers []*suanli.Offer) {
 	co2 := slices.ContainsFunc(offers, func(o *suanli.Offer) bool { return o.CO2PerHour > 0 })
+	green := slices.ContainsFunc(offers, func(o *suanli.Offer) bool { return o.GreenDiscount > 0 })
 	t := table(out)
 	head := "ID\tGPU\tN\tVRAM\tCPU\tRAM\tDISK\t$/H\tMIN BID\tNOTICE\tINTERRUPTED\tREL"
 	if co2 {
 		head += "\tCO2 G/H"
+	}
+	if green {
+		head += "\tGREEN OFF"
 	}
 	fmt.Fprintln(t, head+"\tWHERE\tSTATUS")
 	for _, o := range offers {
@@ -117,6 +122,13 @@ func printOfferTable(out io.Writer, offers []*suanli.Offer) {
 			g := "-"
 			if o.CO2PerHour > 0 {
 				g = strconv.FormatFloat(o.CO2PerHour, 'f', 0, 64)
+			}
+			fmt.Fprintf(t, "\t%s", g)
+		}
+		if green {
+			g := "-"
+			if o.GreenDiscount > 0 {
+				g = strconv.FormatFloat(o.GreenDiscount, 'f', -1, 64) + "%"
 			}
 			fmt.Fprintf(t, "\t%s", g)
 		}
@@ -451,9 +463,13 @@ func newShowCmd(a *app) *cobra.Command {
 					row("port", fmt.Sprintf("%d/tcp (not mapped yet)", p))
 				}
 			}
-			row("rates", fmt.Sprintf("%s/h compute, %s/GB-month disk (%s/h, also while stopped), %s/GB out, %s/GB in",
+			rates := fmt.Sprintf("%s/h compute, %s/GB-month disk (%s/h, also while stopped), %s/GB out, %s/GB in",
 				in.Rates.ComputePerHour.Decimal(), in.Rates.StoragePerMonth.Decimal(), in.Rates.StoragePerHour(in.DiskGB).Decimal(),
-				in.Rates.InetUpPerGB.Decimal(), in.Rates.InetDownPerGB.Decimal()))
+				in.Rates.InetUpPerGB.Decimal(), in.Rates.InetDownPerGB.Decimal())
+			if bp := in.Rates.GreenDiscountBP; bp > 0 {
+				rates += fmt.Sprintf("; compute includes the host's %d.%02d%% green discount", bp/100, bp%100)
+			}
+			row("rates", rates)
 			row("cost so far", in.CostSoFar.String())
 			row("burn rate", in.BurnRate.String()+"/h")
 			row("guards", describeGuards(in.Guards))
