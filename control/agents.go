@@ -197,7 +197,13 @@ func (s *Service) applyReport(ctx context.Context, machineID int64, rep suanli.I
 				}
 				prev := in.StatusMessage
 				if restartAfterExit(in, in.ExitCode); in.StatusMessage != prev {
-					msg = in.StatusMessage
+					// Keep the agent's reason (a disk over its size, …)
+					// ahead of what the restart policy decided.
+					if rep.Message != "" {
+						msg = rep.Message + "; " + in.StatusMessage
+					} else {
+						msg = in.StatusMessage
+					}
 				}
 			case suanli.StatusFailed:
 				if in.Status == suanli.StatusFailed || in.RestartPending {

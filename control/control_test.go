@@ -482,6 +482,14 @@ func TestRestartOnFailure(t *testing.T) {
 			t.Fatalf("after max restarts: %s (%s)", got.Status, got.StatusMessage)
 		}
 	}
+	// The agent's reason for an exit stays ahead of the restart note.
+	why := f.create(t, suanli.InstanceCreate{Restart: suanli.RestartPolicy{Policy: suanli.RestartOnFailure}})
+	f.report(t, suanli.InstanceReport{ID: why.ID, Status: suanli.StatusRunning})
+	code143 := 143
+	f.report(t, suanli.InstanceReport{ID: why.ID, Status: suanli.StatusExited, ExitCode: &code143, Message: "stopped by the host agent: disk use 1.1 GB exceeded the rented 1 GB"})
+	if got := f.status(t, why.ID); !strings.HasPrefix(got.StatusMessage, "stopped by the host agent: disk use") || !strings.Contains(got.StatusMessage, "restarting (1 of 3)") {
+		t.Errorf("exit with the agent's reason under on-failure: %q", got.StatusMessage)
+	}
 	// --max-restarts 0 means none, not the default.
 	zeroMax := 0
 	none := f.create(t, suanli.InstanceCreate{Restart: suanli.RestartPolicy{Policy: suanli.RestartOnFailure, MaxRestarts: &zeroMax}})
