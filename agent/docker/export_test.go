@@ -10,7 +10,6 @@ import (
 var (
 	GPURequests    = gpuRequests
 	RequestedPorts = requestedPorts
-	FormatBytes    = formatBytes
 	NormalizeArch  = normalizeArch
 	TelemetryOf    = telemetryOf
 )

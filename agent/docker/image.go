@@ -17,6 +17,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/internal/units"
 )
 
 // Preflighter is implemented by runtimes that can tell, before anything is
@@ -115,7 +116,7 @@ func (r *Runtime) checkDisk(ctx context.Context, spec suanli.InstanceSpec) error
 	free := int64(fs.Bavail) * int64(fs.Bsize)
 	if free < spec.DiskGB<<30 {
 		return suanli.Errorf(suanli.ECONFLICT, "instance %d asks %d GB of disk, the host has %s free under %s: choose a smaller disk or another machine",
-			spec.ID, spec.DiskGB, formatBytes(free), info.Info.DockerRootDir)
+			spec.ID, spec.DiskGB, units.Bytes(free), info.Info.DockerRootDir)
 	}
 	return nil
 }
@@ -273,33 +274,15 @@ func (p *pullProgress) String() string {
 	}
 	switch {
 	case len(p.order) > 0 && allDown:
-		return "extracting " + formatBytes(total)
+		return "extracting " + units.Bytes(total)
 	case total == 0:
 		return fmt.Sprintf("pulling %d layers", len(p.order))
 	}
-	s := fmt.Sprintf("pulling %d%% of %s", cur*100/total, formatBytes(total))
+	s := fmt.Sprintf("pulling %d%% of %s", cur*100/total, units.Bytes(total))
 	if unknown > 0 {
 		s += fmt.Sprintf(" (+%d layers of unknown size)", unknown)
 	}
 	return s
-}
-
-// formatBytes writes n in decimal units: "950 B", "12 MB", "1.2 GB".
-func formatBytes(n int64) string {
-	const unit = 1000
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	v := float64(n) / float64(div)
-	if v < 10 {
-		return fmt.Sprintf("%.1f %cB", v, "kMGTPE"[exp])
-	}
-	return fmt.Sprintf("%.0f %cB", v, "kMGTPE"[exp])
 }
 
 // normalizeArch spells an architecture as GOARCH does.

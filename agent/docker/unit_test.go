@@ -83,17 +83,6 @@ func TestPullMessage(t *testing.T) {
 	}
 }
 
-func TestFormatBytes(t *testing.T) {
-	for _, tt := range []struct {
-		n    int64
-		want string
-	}{{0, "0 B"}, {999, "999 B"}, {1000, "1.0 kB"}, {12_345_678, "12 MB"}, {1_200_000_000, "1.2 GB"}} {
-		if got := docker.FormatBytes(tt.n); got != tt.want {
-			t.Errorf("FormatBytes(%d) = %q, want %q", tt.n, got, tt.want)
-		}
-	}
-}
-
 func TestNormalizeArch(t *testing.T) {
 	for in, want := range map[string]string{"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64", "s390x": "s390x"} {
 		if got := docker.NormalizeArch(in); got != want {

@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/suanli/suanli/internal/units"
 )
 
 // KeySize is the length of an object's key in bytes: a 512-bit fscrypt master
@@ -164,7 +166,7 @@ func (v *Vault) Erase(name string) (Report, error) {
 	if err != nil {
 		return Report{}, fmt.Errorf("erase %s: count files: %w", name, err)
 	}
-	what := fmt.Sprintf("%d %s (%s)", r.Files, plural(r.Files, "file"), formatBytes(r.Bytes))
+	what := fmt.Sprintf("%d %s (%s)", r.Files, plural(r.Files, "file"), units.Bytes(r.Bytes))
 	if !encrypted {
 		r.Method = "delete"
 		r.Detail = name + " was not encrypted; " + what + " deleted, not crypto-erased"
@@ -246,20 +248,6 @@ func isEmpty(dir string) (bool, error) {
 		return true, nil
 	}
 	return false, err
-}
-
-// formatBytes writes n in decimal units: "950 B", "12.0 MB", "1.2 GB".
-func formatBytes(n int64) string {
-	const unit = 1000
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %cB", float64(n)/float64(div), "kMGTPE"[exp])
 }
 
 // checkMode validates Options.Mode; off is true for "off" and "".

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/suanli/suanli"
+	"github.com/suanli/suanli/internal/units"
 )
 
 // telemetryView renders an instance's telemetry for suanli top and show as
@@ -75,7 +76,7 @@ func (v telemetryView) pair(an string, a int64, bn string, b int64, prev func(*s
 		pa, pb := prev(v.Prev)
 		ra, rb = rate(a, pa, v.Interval), rate(b, pb, v.Interval)
 	}
-	return an + " " + formatBytes(a) + ra + ", " + bn + " " + formatBytes(b) + rb
+	return an + " " + units.Bytes(a) + ra + ", " + bn + " " + units.Bytes(b) + rb
 }
 
 // rate is " (N B/s)" for a counter that went from prev to cur over d, or ""
@@ -84,25 +85,7 @@ func rate(cur, prev int64, d time.Duration) string {
 	if cur < prev {
 		return ""
 	}
-	return " (" + formatBytes(int64(float64(cur-prev)/d.Seconds())) + "/s)"
-}
-
-// formatBytes writes n in decimal units: 999 B, 1.2 kB, 34 MB, 5.6 GB.
-func formatBytes(n int64) string {
-	const unit = 1000
-	if n < unit {
-		return strconv.FormatInt(n, 10) + " B"
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	x := float64(n) / float64(div)
-	if x < 10 {
-		return fmt.Sprintf("%.1f %cB", x, "kMGTPE"[exp])
-	}
-	return fmt.Sprintf("%.0f %cB", x, "kMGTPE"[exp])
+	return " (" + units.Bytes(int64(float64(cur-prev)/d.Seconds())) + "/s)"
 }
 
 // telemetrySampler keeps the last two distinct telemetry samples suanli top
