@@ -52,6 +52,14 @@ func TestSearchShowsCO2(t *testing.T) {
 	if len(res.Offers) != 0 {
 		t.Errorf("co2_g_per_hour below half its value: %d offers, want 0", len(res.Offers))
 	}
+	// From the renter's location, the table shows the estimated latency.
+	out, err = m.run("search", "--from", "DE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(out, "\n"); !strings.Contains(lines[0], "LATENCY") || len(lines) < 2 || !strings.Contains(lines[1], " ms") {
+		t.Errorf("search --from DE lacks the LATENCY column:\n%s", out)
+	}
 }
 
 // TestGreenDiscountCLI grants a 10% green discount through `host list`:

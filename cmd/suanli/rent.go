@@ -99,8 +99,12 @@ reliability, per dollar-hour, so a cheap host that loses rentals sinks.`,
 func printOfferTable(out io.Writer, offers []*suanli.Offer) {
 	co2 := slices.ContainsFunc(offers, func(o *suanli.Offer) bool { return o.CO2PerHour > 0 })
 	green := slices.ContainsFunc(offers, func(o *suanli.Offer) bool { return o.GreenDiscount > 0 })
+	latency := slices.ContainsFunc(offers, func(o *suanli.Offer) bool { return o.LatencyMS > 0 })
 	t := table(out)
 	head := "ID\tGPU\tN\tVRAM\tCPU\tRAM\tDISK\t$/H\tMIN BID\tNOTICE\tINTERRUPTED\tREL"
+	if latency {
+		head += "\tLATENCY"
+	}
 	if co2 {
 		head += "\tCO2 G/H"
 	}
@@ -118,6 +122,13 @@ func printOfferTable(out io.Writer, offers []*suanli.Offer) {
 		}
 		fmt.Fprintf(t, "%d\t%s\t%d/%d\t%.0f GB\t%d\t%.0f GB\t%.0f GB\t%s\t%s\t%d s\t%.0f%%\t%.2f", o.ID, gpu, o.NumGPUs, o.TotalGPUs, o.GPURAM,
 			o.CPUCores, o.CPURAM, o.DiskSpace, o.DPHTotal.Decimal(), o.MinBid.Decimal(), o.PreemptGraceS, o.InterruptionRate*100, o.Reliability)
+		if latency {
+			l := "-"
+			if o.LatencyMS > 0 {
+				l = "~" + strconv.FormatFloat(o.LatencyMS, 'f', 0, 64) + " ms"
+			}
+			fmt.Fprintf(t, "\t%s", l)
+		}
 		if co2 {
 			g := "-"
 			if o.CO2PerHour > 0 {
