@@ -145,7 +145,7 @@ func RentVsBuy(in RentVsBuyInput) (*RentVsBuyResult, error) {
 	}
 	rule := RuleOfThumb{RentTotal: rent}
 	rule.DeviceCost = suanli.MulDiv(in.HardwarePrice, 10000, in.Months*in.UtilizationBP)
-	rule.Threshold = 2 * rule.DeviceCost
+	rule.Threshold = suanli.MulDiv(in.HardwarePrice, 2*10000, in.Months*in.UtilizationBP) // not 2 × the rounded device cost
 	// rent > 2 × price / (months × util/10000)
 	//   ⟺ rent × months × util > 2 × price × 10000, exactly.
 	lhs := new(big.Int).Mul(big.NewInt(int64(rent)), big.NewInt(in.Months*in.UtilizationBP))

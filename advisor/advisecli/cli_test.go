@@ -223,7 +223,7 @@ func TestRentVsBuyCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	contains(t, out, "$750.00", "$1666.666666", "$3333.333332", "keep renting", "break-even: month 42", "Rent.", "$31134.00")
+	contains(t, out, "$750.00", "$1666.666666", "$3333.333333", "keep renting", "break-even: month 42", "Rent.", "$31134.00")
 
 	out, err = run(t, nil, "advise", "rent-vs-buy", "--hourly", "4", "--hours", "720", "--hardware-price", "30000", "--power-watts", "700", "--kwh-price", "0.15", "--json")
 	if err != nil {
