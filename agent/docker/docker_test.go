@@ -385,7 +385,7 @@ func TestRefused(t *testing.T) {
 		{"bad port", func(s *suanli.InstanceSpec) { s.Env[docker.EnvPorts] = "8080,http" }, suanli.EINVALID, `"http" is not a TCP port`},
 		{"bad desired", func(s *suanli.InstanceSpec) { s.Desired = "paused" }, suanli.EINVALID, `want running or stopped`},
 		{"not in registry", func(s *suanli.InstanceSpec) { s.Image = reg.Host + "/suanli-test/absent:v1" }, suanli.EINVALID,
-			`image 127\.0\.0\.1:\d+/suanli-test/absent:v1 is not on this host and cannot be pulled \(.*\): check the name`},
+			`image 127\.0\.0\.1:\d+/suanli-test/absent:v1: registry 127\.0\.0\.1:\d+ has no repository suanli-test/absent \(.*\): check the image name`},
 		{"huge disk", func(s *suanli.InstanceSpec) { s.DiskGB = 1 << 30 }, suanli.ECONFLICT, `asks 1073741824 GB of disk, the host has .* free`},
 	}
 	for _, tt := range tests {

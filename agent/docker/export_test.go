@@ -12,7 +12,15 @@ var (
 	RequestedPorts = requestedPorts
 	NormalizeArch  = normalizeArch
 	TelemetryOf    = telemetryOf
+	SplitRef       = splitRef
 )
+
+// PullFailure names the class pullFailureOf gives err: "no repository",
+// "no tag", "not found", "refused", "unreachable" or "other".
+func PullFailure(err error) string {
+	return [...]string{pullOther: "other", pullNoRepo: "no repository", pullNoTag: "no tag",
+		pullNotFound: "not found", pullRefused: "refused", pullUnreachable: "unreachable"}[pullFailureOf(err)]
+}
 
 // ProcDiskBytes is the block I/O fallback's reading of the container cid
 // whose init process is pid: the bytes its processes read and wrote, and

@@ -346,21 +346,27 @@ func BuildImage(ctx context.Context, cli *client.Client, ref, platform, dockerfi
 // Registry is a read-only Docker registry (API v2) on 127.0.0.1, which the
 // daemon treats as insecure and so pulls from over plain HTTP. It serves
 // images of one layer; a layer's download can be held half-way until
-// Release, so a test can watch the pull's progress.
+// Release, so a test can watch the pull's progress. A repository can be
+// made private (RequireAuth); a registry with one asks every client for
+// HTTP Basic credentials (401 with a challenge at /v2/, as Docker Hub-like
+// registries do) and refuses the private repository's manifests and blobs
+// without the right ones.
 type Registry struct {
 	Server  *httptest.Server
 	Host    string // "127.0.0.1:PORT"
 	mu      sync.Mutex
-	repos   map[string][]byte // "name:tag" → manifest
-	blobs   map[string][]byte // digest → content
-	hold    map[string]bool   // layer digests to hold half-way
+	repos   map[string][]byte    // "name:tag" → manifest
+	blobs   map[string][]byte    // digest → content
+	hold    map[string]bool      // layer digests to hold half-way
+	auth    map[string][2]string // private repository → user, password
 	release chan struct{}
 	once    sync.Once
 }
 
 func NewRegistry(tb testing.TB) *Registry {
 	tb.Helper()
-	g := &Registry{repos: map[string][]byte{}, blobs: map[string][]byte{}, hold: map[string]bool{}, release: make(chan struct{})}
+	g := &Registry{repos: map[string][]byte{}, blobs: map[string][]byte{},
+		hold: map[string]bool{}, auth: map[string][2]string{}, release: make(chan struct{})}
 	g.Server = httptest.NewServer(http.HandlerFunc(g.serve))
 	g.Host = strings.TrimPrefix(g.Server.URL, "http://")
 	tb.Cleanup(func() {
@@ -368,6 +374,47 @@ func NewRegistry(tb testing.TB) *Registry {
 		g.Server.Close()
 	})
 	return g
+}
+
+// RequireAuth makes the repository name private: its manifests and blobs
+// are served only to requests with HTTP Basic credentials user:password.
+func (g *Registry) RequireAuth(name, user, password string) {
+	g.mu.Lock()
+	g.auth[name] = [2]string{user, password}
+	g.mu.Unlock()
+}
+
+// authorized reports whether r may read repository name (any repository
+// when name is "", as for the /v2/ ping: then any known credential will do).
+func (g *Registry) authorized(r *http.Request, name string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.auth) == 0 {
+		return true
+	}
+	user, pass, ok := r.BasicAuth()
+	if name == "" {
+		if !ok {
+			return false
+		}
+		for _, c := range g.auth {
+			if c == [2]string{user, pass} {
+				return true
+			}
+		}
+		return false
+	}
+	c, private := g.auth[name]
+	return !private || ok && c == [2]string{user, pass}
+}
+
+// unauthorized answers as a registry does to a request without the right
+// credentials.
+func unauthorized(w http.ResponseWriter) {
+	w.Header().Set("WWW-Authenticate", `Basic realm="suanli test registry"`)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusUnauthorized)
+	io.WriteString(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`)
 }
 
 // Release lets held layer downloads finish.
@@ -420,10 +467,17 @@ func (g *Registry) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Docker-Distribution-API-Version", "registry/2.0")
 	p := strings.TrimPrefix(r.URL.Path, "/v2/")
 	if r.URL.Path == "/v2/" || r.URL.Path == "/v2" {
+		if !g.authorized(r, "") {
+			unauthorized(w)
+		}
 		return
 	}
 	if i := strings.LastIndex(p, "/manifests/"); i >= 0 {
 		name, ref := p[:i], p[i+len("/manifests/"):]
+		if !g.authorized(r, name) {
+			unauthorized(w)
+			return
+		}
 		g.mu.Lock()
 		m, ok := g.repos[name+":"+ref]
 		if !ok {
@@ -433,11 +487,19 @@ func (g *Registry) serve(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 		}
+		known := false
+		for k := range g.repos {
+			known = known || strings.HasPrefix(k, name+":")
+		}
 		g.mu.Unlock()
 		if !ok {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusNotFound)
-			io.WriteString(w, `{"errors":[{"code":"MANIFEST_UNKNOWN","message":"manifest unknown"}]}`)
+			if known {
+				io.WriteString(w, `{"errors":[{"code":"MANIFEST_UNKNOWN","message":"manifest unknown"}]}`)
+			} else {
+				io.WriteString(w, `{"errors":[{"code":"NAME_UNKNOWN","message":"repository name not known to registry"}]}`)
+			}
 			return
 		}
 		w.Header().Set("Content-Type", "application/vnd.docker.distribution.manifest.v2+json")
@@ -450,6 +512,10 @@ func (g *Registry) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if i := strings.LastIndex(p, "/blobs/"); i >= 0 {
 		d := p[i+len("/blobs/"):]
+		if !g.authorized(r, p[:i]) {
+			unauthorized(w)
+			return
+		}
 		g.mu.Lock()
 		b, ok := g.blobs[d]
 		hold := g.hold[d]

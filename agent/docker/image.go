@@ -34,8 +34,10 @@ type Preflighter interface {
 // named, ports well-formed), that the image's platform matches the host's
 // (the local image if present, else the registry's manifest, which costs one
 // registry round trip and no download), and that the daemon's disk has
-// spec.DiskGB free. Errors: EINVALID for a bad spec or an unusable image,
-// ECONFLICT when the disk is short, EUNAVAILABLE when the daemon is down.
+// spec.DiskGB free. Errors: EINVALID for a bad spec or an unusable image
+// (wrong platform, no such repository or tag, credentials missing or
+// refused), ECONFLICT when the disk is short, EUNAVAILABLE when the daemon
+// or the image's registry cannot be reached.
 func (r *Runtime) Preflight(ctx context.Context, spec suanli.InstanceSpec) error {
 	if err := r.checkSpec(spec); err != nil {
 		return err
@@ -47,9 +49,10 @@ func (r *Runtime) Preflight(ctx context.Context, spec suanli.InstanceSpec) error
 			return err
 		}
 	case cerrdefs.IsNotFound(err):
-		dist, err := r.cli.DistributionInspect(ctx, spec.Image, client.DistributionInspectOptions{})
+		dist, err := r.cli.DistributionInspect(ctx, spec.Image,
+			client.DistributionInspectOptions{EncodedRegistryAuth: registryAuth(spec.RegistryAuth)})
 		if err != nil {
-			return r.unpullable(spec.Image, err)
+			return r.unpullable(spec, err)
 		}
 		if len(dist.Platforms) > 0 {
 			var names []string
@@ -150,16 +153,16 @@ func (r *Runtime) pull(ctx context.Context, spec suanli.InstanceSpec) error {
 	r.log.Info("image pull started", "instance_id", spec.ID, "image", spec.Image)
 	resp, err := r.cli.ImagePull(ctx, spec.Image, client.ImagePullOptions{RegistryAuth: registryAuth(spec.RegistryAuth)})
 	if err != nil {
-		return r.unpullable(spec.Image, err)
+		return r.unpullable(spec, err)
 	}
 	defer resp.Close()
 	var p pullProgress
 	for msg, err := range resp.JSONMessages(ctx) {
 		if err != nil {
-			return r.unpullable(spec.Image, err)
+			return r.unpullable(spec, err)
 		}
 		if msg.Error != nil {
-			return r.unpullable(spec.Image, msg.Error)
+			return r.unpullable(spec, msg.Error)
 		}
 		if p.update(msg) {
 			r.setPull(spec.ID, p.String())
@@ -176,16 +179,111 @@ func (r *Runtime) setPull(id int64, msg string) {
 	r.mu.Unlock()
 }
 
-// unpullable explains an image that is not here and cannot be fetched.
-func (r *Runtime) unpullable(ref string, err error) error {
+// unpullable explains an image that is not here and cannot be fetched:
+// not in the registry (which part: the repository or the tag), refused by
+// the registry (with or without the spec's credentials), or a registry this
+// host cannot reach; each with what to do. Not found and refused are
+// EINVALID (the spec must change), unreachable is EUNAVAILABLE (the host's
+// network or the registry must).
+func (r *Runtime) unpullable(spec suanli.InstanceSpec, err error) error {
+	ref := spec.Image
 	if client.IsErrConnectionFailed(err) {
 		return r.daemonErr("pull "+ref, err)
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("pull %s: %w", ref, err)
 	}
+	cause := strings.TrimSpace(strings.TrimPrefix(err.Error(), "Error response from daemon: "))
+	host, repo, tag := splitRef(ref)
+	switch pullFailureOf(err) {
+	case pullNoRepo:
+		return suanli.Errorf(suanli.EINVALID, "image %s: registry %s has no repository %s (%s): check the image name (docker manifest inspect %s shows whether the registry has it)",
+			ref, host, repo, cause, ref)
+	case pullNoTag:
+		what := "tag"
+		if strings.Contains(tag, ":") {
+			what = "manifest"
+		}
+		return suanli.Errorf(suanli.EINVALID, "image %s: repository %s on %s has no %s %s (%s): check the tag (docker manifest inspect %s shows whether the registry has it)",
+			ref, repo, host, what, tag, cause, ref)
+	case pullNotFound:
+		return suanli.Errorf(suanli.EINVALID, "image %s not found on registry %s (%s): check the name and tag (docker manifest inspect %s shows whether the registry has it)",
+			ref, host, cause, ref)
+	case pullRefused:
+		if a := spec.RegistryAuth; a != nil && a.Username != "" {
+			return suanli.Errorf(suanli.EINVALID, "image %s: registry %s refused the credentials of user %s (%s): check --registry-user and SUANLI_REGISTRY_PASSWORD (a token needs pull access to %s)",
+				ref, host, a.Username, cause, repo)
+		}
+		return suanli.Errorf(suanli.EINVALID, "image %s: registry %s refused the pull without credentials (%s): for a private image give --registry-user and set SUANLI_REGISTRY_PASSWORD; else check the name (some registries answer so for a repository that does not exist)",
+			ref, host, cause)
+	case pullUnreachable:
+		return suanli.Errorf(suanli.EUNAVAILABLE, "image %s: registry %s cannot be reached from this host (%s): check the registry's address, and the host's DNS and network",
+			ref, host, cause)
+	}
 	return suanli.Errorf(suanli.EINVALID, "image %s is not on this host and cannot be pulled (%s): check the name and tag, the registry credentials, or load the image on the host",
-		ref, strings.TrimSpace(err.Error()))
+		ref, cause)
+}
+
+// pullFailure is why a registry would not give an image.
+type pullFailure int
+
+const (
+	pullOther       pullFailure = iota
+	pullNoRepo                  // the registry has no such repository
+	pullNoTag                   // the repository has no such tag or digest
+	pullNotFound                // not found, the registry did not say which part
+	pullRefused                 // credentials missing, wrong, or without access
+	pullUnreachable             // DNS, connection, TLS
+)
+
+// pullFailureOf classifies a failed pull or distribution inspect. The
+// daemon passes the registry's error on only as text (its HTTP status
+// differs by daemon version and is lost inside a pull's progress stream), so
+// after the error type the text decides: the registry API's error messages
+// (MANIFEST_UNKNOWN, NAME_UNKNOWN, UNAUTHORIZED, DENIED) and Go's network
+// errors, as the daemon words them.
+func pullFailureOf(err error) pullFailure {
+	msg := strings.ToLower(err.Error())
+	has := func(subs ...string) bool {
+		return slices.ContainsFunc(subs, func(s string) bool { return strings.Contains(msg, s) })
+	}
+	switch {
+	case cerrdefs.IsUnauthorized(err) || cerrdefs.IsPermissionDenied(err),
+		has("no basic auth credentials", "unauthorized", "authentication required", "access denied",
+			"access to the resource is denied", "incorrect username or password", "403 forbidden"):
+		return pullRefused
+	case has("name unknown", "repository name not known", "repository does not exist"):
+		return pullNoRepo
+	case has("manifest unknown"):
+		return pullNoTag
+	case cerrdefs.IsNotFound(err), has("not found"):
+		return pullNotFound
+	case has("no such host", "connection refused", "i/o timeout", "network is unreachable", "no route to host",
+		"connection reset", "tls:", "x509:", "http response to https client", "timeout exceeded"):
+		return pullUnreachable
+	}
+	return pullOther
+}
+
+// splitRef splits an image reference into its registry host (Docker Hub,
+// "docker.io", when the first element does not name a host), repository
+// and tag or digest ("latest" when none is given).
+func splitRef(ref string) (host, repo, tag string) {
+	name, tag, digest := ref, "latest", false
+	if n, d, ok := strings.Cut(ref, "@"); ok {
+		name, tag, digest = n, d, true
+	}
+	if i := strings.LastIndexByte(name, ':'); i > strings.LastIndexByte(name, '/') {
+		if !digest {
+			tag = name[i+1:]
+		}
+		name = name[:i]
+	}
+	host, repo = "docker.io", name
+	if h, rest, ok := strings.Cut(name, "/"); ok && (strings.ContainsAny(h, ".:") || h == "localhost") {
+		host, repo = h, rest
+	}
+	return host, repo, tag
 }
 
 // pullProgress sums the per-layer progress of one pull.

@@ -33,27 +33,34 @@ func newDoctorCmd(a *app) *cobra.Command {
 		Long: `Check that this machine can serve rentals well, and say how to fix what
 is wrong: the Docker Engine, NVIDIA driver and CUDA (through nvidia-smi),
 free disk in the Suanli home, clock skew against the control plane, and
-whether the control plane answers.`,
+whether the control plane answers. Each check is ok, warn or fail; the
+exit status is non-zero when one fails (with --json too).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), 20*time.Second)
 			defer cancel()
 			checks := runChecks(ctx, a)
-			if jsonOut {
-				return a.printJSON(cmd, checks)
-			}
 			failed := 0
 			for _, c := range checks {
-				fmt.Fprintf(cmd.OutOrStdout(), "%-5s %-10s %s\n", c.Status, c.Name, c.Detail)
-				if c.Fix != "" {
-					fmt.Fprintf(cmd.OutOrStdout(), "      %-10s fix: %s\n", "", c.Fix)
-				}
 				if c.Status == "fail" {
 					failed++
 				}
 			}
+			if jsonOut {
+				if err := a.printJSON(cmd, checks); err != nil {
+					return err
+				}
+			} else {
+				for _, c := range checks {
+					fmt.Fprintf(cmd.OutOrStdout(), "%-5s %-10s %s\n", c.Status, c.Name, c.Detail)
+					if c.Fix != "" {
+						fmt.Fprintf(cmd.OutOrStdout(), "      %-10s fix: %s\n", "", c.Fix)
+					}
+				}
+			}
+			// Scripts read the exit status, with --json too.
 			if failed > 0 {
-				return fmt.Errorf("%d checks failed", failed)
+				return fmt.Errorf("%d of %d checks failed", failed, len(checks))
 			}
 			return nil
 		},
@@ -97,7 +104,7 @@ func runChecks(ctx context.Context, a *app) []check {
 	client := a.client()
 	start := time.Now()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, client.BaseURL+"/healthz", nil)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.HTTP.Do(req) // with the pinned CA of an HTTPS server
 	if err != nil {
 		out = append(out, check{Name: "server", Status: "fail", Detail: "cannot reach " + client.BaseURL + ": " + err.Error(),
 			Fix: "start it (`suanli up` or `suanli server`), or pass --server / SUANLI_SERVER"})
@@ -105,8 +112,13 @@ func runChecks(ctx context.Context, a *app) []check {
 	}
 	rtt := time.Since(start)
 	var h shttp.Health
-	json.NewDecoder(resp.Body).Decode(&h)
+	err = json.NewDecoder(resp.Body).Decode(&h)
 	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || err != nil {
+		out = append(out, check{Name: "server", Status: "fail", Detail: fmt.Sprintf("%s answers HTTP %d to GET /healthz, not a Suanli control plane's health", client.BaseURL, resp.StatusCode),
+			Fix: "pass the control plane's URL with --server / SUANLI_SERVER"})
+		return out
+	}
 	out = append(out, check{Name: "server", Status: "ok", Detail: fmt.Sprintf("%s answers in %s", client.BaseURL, rtt.Round(time.Millisecond))})
 	if !h.Time.IsZero() {
 		skew := time.Until(h.Time.Add(rtt / 2))
