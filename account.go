@@ -150,6 +150,23 @@ func NewContextWithPrincipal(ctx context.Context, p *Principal) context.Context 
 	return context.WithValue(ctx, principalKey{}, p)
 }
 
+type requestKeyKey struct{}
+
+// NewContextWithRequestKey returns ctx carrying the caller's idempotency
+// key for the request being served (the HTTP API's Idempotency-Key). A
+// create stores it with what it creates, so that a retry after a crash
+// between the create and its recorded reply finds it instead of renting
+// again.
+func NewContextWithRequestKey(ctx context.Context, key string) context.Context {
+	return context.WithValue(ctx, requestKeyKey{}, key)
+}
+
+// RequestKeyFromContext returns the request's idempotency key, or "".
+func RequestKeyFromContext(ctx context.Context) string {
+	k, _ := ctx.Value(requestKeyKey{}).(string)
+	return k
+}
+
 // PrincipalFromContext returns the caller, or nil when the context has none.
 func PrincipalFromContext(ctx context.Context) *Principal {
 	p, _ := ctx.Value(principalKey{}).(*Principal)

@@ -114,6 +114,9 @@ type Instance struct {
 	// encrypted by the control plane; the store keeps it opaque and it
 	// never leaves the server except, opened, in the agent's sync.
 	Sealed []byte `json:"-"`
+	// RequestKey is the idempotency key of the request that created it,
+	// if any (InstanceCreate.RequestKey).
+	RequestKey string `json:"-"`
 }
 
 // SecretMask is what the API shows in place of a secret value.
@@ -174,6 +177,9 @@ type InstanceCreate struct {
 	Cmd     []string          `json:"cmd,omitempty"`
 	Env     map[string]string `json:"env,omitempty"`
 	DiskGB  int64             `json:"disk_gb,omitempty"` // default: the template's, else DefaultDiskGB
+	// RequestKey is the idempotency key of the request that creates the
+	// instance (set by the control plane from the context; not JSON).
+	RequestKey string `json:"-"`
 	// DiskGiven says DiskGB was given even when it is 0 (which is refused,
 	// where leaving it out takes the default). The HTTP API sets it when
 	// the body has "disk_gb", and the client sends "disk_gb": 0 for it.

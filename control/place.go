@@ -104,7 +104,31 @@ func (s *Service) CreateFleet(ctx context.Context, fc suanli.FleetCreate) (*suan
 		return nil, err
 	}
 	fc.OfferID = offer
+	if prior, err := s.priorCreate(ctx, p); err != nil || prior != nil {
+		if prior == nil {
+			return nil, err
+		}
+		return &suanli.FleetResult{Instances: prior, Wanted: max(fc.Count, 1), Message: fmt.Sprintf("placed %d earlier by this request (Idempotency-Key)", len(prior))}, nil
+	}
+	fc.RequestKey = suanli.RequestKeyFromContext(ctx)
 	return s.place(ctx, p, fc)
+}
+
+// priorCreate returns the instances an earlier try of this request (same
+// account and Idempotency-Key) created, if any: a retry after a crash that
+// came between the create and its recorded reply gets them back rather
+// than renting again.
+func (s *Service) priorCreate(ctx context.Context, p *suanli.Principal) ([]*suanli.Instance, error) {
+	key := suanli.RequestKeyFromContext(ctx)
+	if key == "" {
+		return nil, nil
+	}
+	prior, err := s.Store.FindInstancesByRequestKey(ctx, p.AccountID, key, s.now())
+	if err != nil || len(prior) == 0 {
+		return nil, err
+	}
+	s.decorate(prior...)
+	return prior, nil
 }
 
 // request builds the scheduler's request and the candidate hosts.
@@ -306,6 +330,7 @@ func (s *Service) storePlacement(p *suanli.Principal, acct *suanli.Account, fc s
 		DiskGB: c.DiskGB, GPUCount: len(pl.GPUIndexes), GPUIndexes: pl.GPUIndexes, CPUCores: pl.CPUCores,
 		RentalType: c.RentalType, Bid: req.Bid, Rates: pl.Rates, Simulated: h.Simulated,
 		Status: suanli.StatusPending, Desired: suanli.DesiredRunning, StatusMessage: "waiting for the host agent",
+		RequestKey: c.RequestKey,
 	}
 	if in.RentalType != suanli.RentalInterruptible {
 		in.Rates.GreenDiscountBP = h.Listing.GreenDiscountBP // 0 unless it applied (rentTerms)
@@ -437,6 +462,12 @@ func (s *Service) CreateInstance(ctx context.Context, c suanli.InstanceCreate) (
 	if err := validateCreate(&c); err != nil {
 		return nil, err
 	}
+	if prior, err := s.priorCreate(ctx, p); err != nil {
+		return nil, err
+	} else if prior != nil {
+		return prior[0], nil
+	}
+	c.RequestKey = suanli.RequestKeyFromContext(ctx)
 	res, err := s.place(ctx, p, suanli.FleetCreate{InstanceCreate: c, Count: 1})
 	if err != nil {
 		return nil, err

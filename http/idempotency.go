@@ -115,6 +115,9 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, h func(http.
 		case <-time.After(idemPoll):
 		}
 	}
+	// The handler sees the key: a create stores it with what it creates
+	// (a claim taken over from a try that died finds that try's instance).
+	r = r.WithContext(suanli.NewContextWithRequestKey(r.Context(), key))
 	if prev != nil {
 		if prev.Method != r.Method || prev.Path != r.URL.Path || prev.BodyHash != hash {
 			return suanli.Errorf(suanli.ECONFLICT, "Idempotency-Key %q was used for another request (%s %s): use a new key for a new request", key, prev.Method, prev.Path)

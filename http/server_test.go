@@ -461,6 +461,61 @@ func TestIdempotencyKeyAcrossReplicas(t *testing.T) {
 	}
 }
 
+// TestIdempotencyKeyAfterCrash replays the crash between a create's commit
+// and its recorded reply: a dead server process (another store handle)
+// claimed the key and created the instance, then died. A restarted server
+// that knows that process is dead takes the claim over at once, and the
+// retry gets the instance the key created — not a second one.
+func TestIdempotencyKeyAfterCrash(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	dead, err := sqlstore.Open(ctx, e.dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dead.Close() })
+	body := `{"offer_id":1,"image":"x","num_gpus":1,"cmd":["true"]}`
+	sum := sha256.Sum256([]byte(body))
+	claim := sqlstore.Idempotent{Method: "POST", Path: "/v1/instances", BodyHash: hex.EncodeToString(sum[:])}
+	if _, claimed, err := dead.ClaimIdempotent(ctx, e.renterID, "k-crash", claim, time.Now(), time.Minute); err != nil || !claimed {
+		t.Fatalf("claim: %v, %v", claimed, err)
+	}
+	p := &suanli.Principal{AccountID: e.renterID, Role: suanli.RoleUser, Scopes: []string{suanli.ScopeAll}}
+	first, err := e.svc.CreateInstance(suanli.NewContextWithRequestKey(suanli.NewContextWithPrincipal(ctx, p), "k-crash"),
+		suanli.InstanceCreate{OfferID: e.machineID, Image: "x", GPUCount: 1, Cmd: []string{"true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// … and the process dies before PutIdempotent. The restarted server
+	// knows it (the home's replica file, in cmd/suanli).
+	e.svc.Store.SetDead([]string{dead.Origin()})
+	req, _ := http.NewRequest("POST", e.srv.URL+"/v1/instances", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+e.renter.APIKey)
+	req.Header.Set("Idempotency-Key", "k-crash")
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got suanli.Instance
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || resp.StatusCode != 201 || got.ID != first.ID {
+		t.Fatalf("retry after the crash: %d, instance %d (%v), want 201 and the first try's instance %d", resp.StatusCode, got.ID, err, first.ID)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the retry waited %s: the dead process's claim should be taken over at once", d)
+	}
+	if _, n, _ := e.renter.FindInstances(ctx, suanli.InstanceFilter{}); n != 1 {
+		t.Errorf("%d instances after one create and its retry, want 1", n)
+	}
+	// A fleet request carries the key the same way.
+	fr, err := e.svc.CreateFleet(suanli.NewContextWithRequestKey(suanli.NewContextWithPrincipal(ctx, p), "k-crash"),
+		suanli.FleetCreate{InstanceCreate: suanli.InstanceCreate{OfferID: e.machineID, Image: "x", GPUCount: 1, Cmd: []string{"true"}}, Count: 1})
+	if err != nil || len(fr.Instances) != 1 || fr.Instances[0].ID != first.ID {
+		t.Errorf("fleet retry with the same key: %+v, %v; want the first instance back", fr, err)
+	}
+}
+
 // TestPrettyJSON checks who gets indented JSON: people's tools (curl, a
 // browser) and ?pretty; programs get it compact, and both decode the same.
 func TestPrettyJSON(t *testing.T) {

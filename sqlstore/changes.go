@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 )
@@ -48,6 +49,20 @@ func newOrigin() string {
 // Origin names this store handle on the change feed and in leases: one
 // replica of the server. It is fixed when the store is opened.
 func (s *DB) Origin() string { return s.origin }
+
+// SetDead names the origins of earlier server processes known to be dead
+// (the server that held the same home before this one, which a lock file
+// proves gone): request claims they left are taken over at once rather
+// than after they go stale.
+func (s *DB) SetDead(origins []string) {
+	o := slices.Clone(origins)
+	s.dead.Store(&o)
+}
+
+func (s *DB) deadOrigin(origin string) bool {
+	d := s.dead.Load()
+	return origin != "" && d != nil && slices.Contains(*d, origin)
+}
 
 // noteChange appends a change to the feed, in tx.
 func (tx *Tx) noteChange(ctx context.Context, kind string, machineID int64) error {

@@ -222,20 +222,24 @@ func (s *DB) ClaimIdempotent(ctx context.Context, accountID int64, key string, r
 		prev, claimed = nil, false
 		var p Idempotent
 		var created int64
-		err := tx.queryRow(ctx, `SELECT method, path, body_hash, status, response, created_at FROM idempotency_keys WHERE account_id = ? AND key = ?`,
-			accountID, key).Scan(&p.Method, &p.Path, &p.BodyHash, &p.Status, &p.Response, &created)
+		var owner string
+		err := tx.queryRow(ctx, `SELECT method, path, body_hash, status, response, created_at, owner FROM idempotency_keys WHERE account_id = ? AND key = ?`,
+			accountID, key).Scan(&p.Method, &p.Path, &p.BodyHash, &p.Status, &p.Response, &created, &owner)
 		switch {
 		case isNoRows(err):
 			claimed = true
-			_, err := tx.exec(ctx, `INSERT INTO idempotency_keys (account_id, key, method, path, body_hash, status, response, created_at)
-				VALUES (?, ?, ?, ?, ?, 0, ?, ?)`, accountID, key, r.Method, r.Path, r.BodyHash, []byte{}, us(now))
+			_, err := tx.exec(ctx, `INSERT INTO idempotency_keys (account_id, key, method, path, body_hash, status, response, created_at, owner)
+				VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?)`, accountID, key, r.Method, r.Path, r.BodyHash, []byte{}, us(now), s.origin)
 			return err
 		case err != nil:
 			return err
-		case p.Status == 0 && fromUS(created).Before(now.Add(-stale)):
+		case p.Status == 0 && (fromUS(created).Before(now.Add(-stale)) || s.deadOrigin(owner)):
+			// A claim gone stale, or left by a server process known to be
+			// dead: the request is taken over (a create finds what the
+			// dead try created by its request key).
 			claimed = true
-			_, err := tx.exec(ctx, `UPDATE idempotency_keys SET method = ?, path = ?, body_hash = ?, created_at = ? WHERE account_id = ? AND key = ? AND status = 0`,
-				r.Method, r.Path, r.BodyHash, us(now), accountID, key)
+			_, err := tx.exec(ctx, `UPDATE idempotency_keys SET method = ?, path = ?, body_hash = ?, created_at = ?, owner = ? WHERE account_id = ? AND key = ? AND status = 0`,
+				r.Method, r.Path, r.BodyHash, us(now), s.origin, accountID, key)
 			return err
 		}
 		prev = &p

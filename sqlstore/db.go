@@ -84,6 +84,8 @@ type DB struct {
 	bill    billCache // the hour close's book and the close calendar (closes.go)
 	// beforeClose runs before every close (SetBeforeClose).
 	beforeClose atomic.Pointer[func(context.Context)]
+	// dead are origins of server processes known to have died (SetDead).
+	dead atomic.Pointer[[]string]
 }
 
 // SetBeforeClose sets a function every hour close (CloseBooks, Settle)

@@ -291,13 +291,13 @@ func (tx *Tx) insertInstance(ctx context.Context, in *suanli.Instance, ramMB int
 	in.CreatedAt, in.UpdatedAt, in.Version = now, now, 1
 	id, err := tx.insert(ctx, `INSERT INTO instances (account_id, machine_id, host_id, label, image, cmd, env, disk_gb, gpu_name, gpu_count,
 		gpu_indexes, cpu_cores, ram_mb, rental_type, bid, rates, simulated, status, status_message, desired, created_at, updated_at, version,
-		project, tags, guards, restart, ports, template, volumes, secrets, secret_meta, allowed_countries)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		project, tags, guards, restart, ports, template, volumes, secrets, secret_meta, allowed_countries, request_key)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		in.AccountID, in.MachineID, in.HostID, in.Label, in.Image, jsonText(in.Cmd), jsonText(in.Env), in.DiskGB, in.GPUName, in.GPUCount,
 		jsonText(orEmptyInts(in.GPUIndexes)), in.CPUCores, ramMB, in.RentalType, int64(in.Bid), jsonText(in.Rates), in.Simulated, in.Status,
 		in.StatusMessage, in.Desired, us(now), us(now), in.Version, in.Project, jsonText(orEmpty(in.Tags)), jsonText(in.Guards),
 		jsonText(in.Restart), jsonText(orEmptyInts(in.Ports)), in.Template, jsonText(orEmptyMounts(in.Volumes)), in.Sealed, metaOf(in),
-		strings.Join(in.Allowed, ","))
+		strings.Join(in.Allowed, ","), in.RequestKey)
 	if err != nil {
 		return err
 	}
@@ -762,4 +762,30 @@ func (s *DB) InstanceEvents(ctx context.Context, id int64) ([]InstanceEvent, err
 		out = append(out, e)
 	}
 	return out, rows.Err()
+}
+
+// FindInstancesByRequestKey returns an account's instances created by the
+// request with idempotency key key, oldest first (none for "").
+func (s *DB) FindInstancesByRequestKey(ctx context.Context, accountID int64, key string, now time.Time) ([]*suanli.Instance, error) {
+	if key == "" {
+		return nil, nil
+	}
+	var ids []int64
+	err := s.read(ctx, func(tx *Tx) error {
+		var err error
+		ids, err = tx.int64s(ctx, `SELECT id FROM instances WHERE account_id = ? AND request_key = ? ORDER BY id`, accountID, key)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*suanli.Instance, 0, len(ids))
+	for _, id := range ids {
+		in, err := s.FindInstanceByID(ctx, id, now)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, in)
+	}
+	return out, nil
 }

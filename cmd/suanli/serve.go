@@ -205,11 +205,19 @@ func startControlPlane(ctx context.Context, a *app, c serverConfig, logger *slog
 	cfg.AuditInterval, cfg.AuditRetention = c.AuditEvery, retention
 	// The home is locked: the last server on it is dead, so its singleton
 	// lease is taken back at once rather than after it expires.
+	// The file lists the origins of the servers that held this home, newest
+	// last: their request claims are taken over at once too.
 	replicaFile := filepath.Join(a.home, "replica")
+	var past []string
 	if b, err := os.ReadFile(replicaFile); err == nil {
-		cfg.ReclaimLease = strings.TrimSpace(string(b))
+		past = strings.Fields(string(b))
 	}
-	if err := os.WriteFile(replicaFile, []byte(store.Origin()+"\n"), 0o600); err != nil {
+	if len(past) > 0 {
+		cfg.ReclaimLease = past[len(past)-1]
+		store.SetDead(past)
+	}
+	past = append(past[max(0, len(past)-19):], store.Origin())
+	if err := os.WriteFile(replicaFile, []byte(strings.Join(past, "\n")+"\n"), 0o600); err != nil {
 		store.Close()
 		return nil, err
 	}
