@@ -150,6 +150,10 @@ type Booking struct {
 	// recurring rental's run. Written once when it is booked; "" for a
 	// booking of a window by its id.
 	Note string `json:"note,omitempty"`
+	// RequestKey is the idempotency key of the request that booked it
+	// (set by the control plane from the context; not JSON): a retry after
+	// a crash finds this booking instead of booking again.
+	RequestKey string `json:"-"`
 	// ScheduleID is the recurring rental that booked it, 0 for none.
 	ScheduleID int64     `json:"schedule_id,omitempty"`
 	CreatedAt  time.Time `json:"created_at"`

@@ -344,7 +344,7 @@ func (s *Service) book(ctx context.Context, p *suanli.Principal, c suanli.Bookin
 			return nil, suanli.Errorf(suanli.ECONFLICT, "window %d: %s", w.ID, why)
 		}
 	}
-	b := &suanli.Booking{WindowID: w.ID, AccountID: p.AccountID, GPUs: gpus, Start: start, End: end, PriceGPU: price,
+	b := &suanli.Booking{WindowID: w.ID, AccountID: p.AccountID, GPUs: gpus, Start: start, End: end, PriceGPU: price, RequestKey: suanli.RequestKeyFromContext(ctx),
 		Cost: suanli.BookingCost(price, gpus, d), FeeBP: s.cfg.FeeBasisPoints, Image: c.Image, Cmd: c.Cmd, ScheduleID: scheduleID, Note: note}
 	if err := s.Store.CreateBooking(ctx, b, now); err != nil {
 		return nil, err

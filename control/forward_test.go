@@ -386,3 +386,34 @@ func TestBookingHostLost(t *testing.T) {
 	}
 	mk.checkLedger()
 }
+
+// TestBookingRequestKey: a booking request retried with the same
+// Idempotency-Key (after a crash between the booking's commit and its
+// recorded reply) gets the same booking back; escrow is held once.
+func TestBookingRequestKey(t *testing.T) {
+	mk := newMarket(t)
+	m := mk.machine(4, suanli.Dollars(1), suanli.Money(100_000), 4)
+	mk.tick(2*time.Second, nil)
+	start := mk.now.Add(10 * time.Minute)
+	w := mk.window(m, 4, start, start.Add(8*time.Hour), suanli.Dollars(2), 5*time.Minute, 2500)
+	r := renterID(t, mk.renter)
+	before := mk.balance(suanli.LedgerBalance(r))
+	ctx := suanli.NewContextWithRequestKey(mk.renter, "book-once")
+	c := suanli.BookingCreate{WindowID: w.ID, Duration: 20 * time.Minute, GPUs: 1, Image: "img", Cmd: []string{"train"}}
+	first, err := mk.svc.CreateBooking(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := mk.svc.CreateBooking(ctx, c)
+	if err != nil || again.ID != first.ID {
+		t.Fatalf("retry with the same key: booking %d (%v), want %d", again.ID, err, first.ID)
+	}
+	if got := before - mk.balance(suanli.LedgerBalance(r)); got != first.Cost {
+		t.Errorf("balance moved by %s, want one booking's %s", got, first.Cost)
+	}
+	other, err := mk.svc.CreateBooking(suanli.NewContextWithRequestKey(mk.renter, "book-twice"), c)
+	if err != nil || other.ID == first.ID {
+		t.Errorf("another key: booking %d (%v), want a new one", other.ID, err)
+	}
+	mk.checkLedger()
+}

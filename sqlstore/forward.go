@@ -222,6 +222,17 @@ func (s *DB) WithdrawWindow(ctx context.Context, id int64) error {
 // or EPAYMENTREQUIRED with the numbers.
 func (s *DB) CreateBooking(ctx context.Context, b *suanli.Booking, now time.Time) error {
 	return s.withTx(ctx, func(tx *Tx) error {
+		if b.RequestKey != "" {
+			// A retry of a request that booked before its reply was
+			// recorded (a crash): the booking it made, not a second one.
+			prior, err := scanBooking(tx.queryRow(ctx, `SELECT `+bookingCols+` FROM bookings WHERE account_id = ? AND request_key = ?`, b.AccountID, b.RequestKey))
+			if err == nil {
+				*b = *prior
+				return nil
+			} else if !isNoRows(err) {
+				return err
+			}
+		}
 		w, err := scanWindow(tx.queryRow(ctx, `SELECT `+windowCols+` FROM windows WHERE id = ?`, b.WindowID))
 		if isNoRows(err) {
 			return suanli.Errorf(suanli.ENOTFOUND, "window %d not found: `suanli windows search` lists open ones", b.WindowID)
@@ -251,9 +262,9 @@ func (s *DB) CreateBooking(ctx context.Context, b *suanli.Booking, now time.Time
 		b.MachineID, b.HostID, b.Status, b.CreatedAt = w.MachineID, w.HostID, suanli.BookingBooked, now
 		b.CancelDeadline, b.CancelFeeBP = b.Start.Add(-w.CancelBefore), w.CancelFeeBP
 		id, err := tx.insert(ctx, `INSERT INTO bookings (window_id, machine_id, host_id, account_id, gpus, start_us, end_us, price_gpu, cost, fee_bp,
-			cancel_deadline, cancel_fee_bp, status, image, cmd, note, schedule_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			cancel_deadline, cancel_fee_bp, status, image, cmd, note, schedule_id, created_at, request_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			b.WindowID, b.MachineID, b.HostID, b.AccountID, b.GPUs, us(b.Start), us(b.End), int64(b.PriceGPU), int64(b.Cost), b.FeeBP,
-			us(b.CancelDeadline), b.CancelFeeBP, b.Status, b.Image, string(cmd), b.Note, b.ScheduleID, us(now))
+			us(b.CancelDeadline), b.CancelFeeBP, b.Status, b.Image, string(cmd), b.Note, b.ScheduleID, us(now), b.RequestKey)
 		if err != nil {
 			return err
 		}
