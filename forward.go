@@ -35,12 +35,15 @@ const (
 // floor, with the provider's cancellation rule. Bookings take parts of it.
 // The zero value is not a valid window.
 type Window struct {
-	ID        int64     `json:"id"`
-	MachineID int64     `json:"machine_id"`
-	HostID    int64     `json:"host_id"` // the provider's account
-	GPUs      int       `json:"gpus"`
-	Start     time.Time `json:"start"`
-	End       time.Time `json:"end"`
+	// RequestKey is the idempotency key of the request that published it
+	// (set by the control plane from the context; not JSON).
+	RequestKey string    `json:"-"`
+	ID         int64     `json:"id"`
+	MachineID  int64     `json:"machine_id"`
+	HostID     int64     `json:"host_id"` // the provider's account
+	GPUs       int       `json:"gpus"`
+	Start      time.Time `json:"start"`
+	End        time.Time `json:"end"`
 	// PriceGPU is the price per GPU-hour; 0 when the window takes bids.
 	PriceGPU   Money `json:"price_gpu"`
 	AcceptBids bool  `json:"accept_bids,omitempty"`

@@ -38,11 +38,10 @@ func (s *Service) CreateWindow(ctx context.Context, c suanli.WindowCreate) (*sua
 		return nil, suanli.FieldErrorf("gpus", "%d: machine %d has %d GPUs", c.GPUs, m.ID, total)
 	}
 	w := &suanli.Window{MachineID: m.ID, HostID: m.OwnerID, GPUs: c.GPUs, Start: c.Start.UTC(), End: c.End.UTC(), PriceGPU: c.PriceGPU,
-		AcceptBids: c.AcceptBids, MinBid: c.MinBid, CancelBefore: c.CancelBefore, CancelFeeBP: c.CancelFeeBP}
+		AcceptBids: c.AcceptBids, MinBid: c.MinBid, CancelBefore: c.CancelBefore, CancelFeeBP: c.CancelFeeBP, RequestKey: suanli.RequestKeyFromContext(ctx)}
 	if err := s.Store.CreateWindow(ctx, w, len(m.Hardware.GPUs), s.now()); err != nil {
 		return nil, err
 	}
-	w.FreeGPUs = w.GPUs
 	s.decorateWindows(m, w)
 	s.Logger.Info("window published", "window_id", w.ID, "machine_id", m.ID, "gpus", w.GPUs, "start", w.Start, "end", w.End, "price_gpu", w.PriceGPU.String())
 	return w, nil

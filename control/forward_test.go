@@ -415,5 +415,16 @@ func TestBookingRequestKey(t *testing.T) {
 	if err != nil || other.ID == first.ID {
 		t.Errorf("another key: booking %d (%v), want a new one", other.ID, err)
 	}
+	// A window published twice with one key is one window.
+	hk := suanli.NewContextWithRequestKey(mk.host, "publish-once")
+	wc := suanli.WindowCreate{MachineID: m, GPUs: 1, Start: start.Add(24 * time.Hour), End: start.Add(30 * time.Hour), PriceGPU: suanli.Dollars(2)}
+	w1, err := mk.svc.CreateWindow(hk, wc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w2, err := mk.svc.CreateWindow(hk, wc)
+	if err != nil || w2.ID != w1.ID || w2.FreeGPUs != 1 {
+		t.Errorf("window retry with the same key: %+v (%v), want window %d back with 1 free GPU", w2, err, w1.ID)
+	}
 	mk.checkLedger()
 }

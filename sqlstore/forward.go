@@ -94,6 +94,17 @@ func PeakOverlap(spans []Span, from, to time.Time) int {
 // w.ID and w.Status are set. ECONFLICT with the numbers when they would.
 func (s *DB) CreateWindow(ctx context.Context, w *suanli.Window, total int, now time.Time) error {
 	return s.withTx(ctx, func(tx *Tx) error {
+		if w.RequestKey != "" {
+			// A retry of a request that published before its reply was
+			// recorded (a crash): the window it made, not a second one.
+			prior, err := scanWindow(tx.queryRow(ctx, `SELECT `+windowCols+` FROM windows WHERE host_id = ? AND request_key = ?`, w.HostID, w.RequestKey))
+			if err == nil {
+				*w = *prior
+				return tx.fillFree(ctx, w)
+			} else if !isNoRows(err) {
+				return err
+			}
+		}
 		others, err := tx.windows(ctx, `machine_id = ? AND status = ? AND end_us > ? AND start_us < ?`, w.MachineID, suanli.WindowOpen, us(w.Start), us(w.End))
 		if err != nil {
 			return err
@@ -112,10 +123,10 @@ func (s *DB) CreateWindow(ctx context.Context, w *suanli.Window, total int, now 
 		}
 		w.Status, w.CreatedAt = suanli.WindowOpen, now
 		id, err := tx.insert(ctx, `INSERT INTO windows (machine_id, host_id, gpus, start_us, end_us, price_gpu, accept_bids, min_bid, cancel_before_s,
-			cancel_fee_bp, status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			cancel_fee_bp, status, created_at, request_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			w.MachineID, w.HostID, w.GPUs, us(w.Start), us(w.End), int64(w.PriceGPU), bids, int64(w.MinBid), int64(w.CancelBefore/time.Second),
-			w.CancelFeeBP, w.Status, us(now))
-		w.ID = id
+			w.CancelFeeBP, w.Status, us(now), w.RequestKey)
+		w.ID, w.FreeGPUs = id, w.GPUs
 		return err
 	})
 }
