@@ -427,30 +427,37 @@ func (s *Service) CancelBooking(ctx context.Context, id int64) (*suanli.Booking,
 // whose end has: the forward market's loop, run every second.
 func (s *Service) RunBookings(ctx context.Context) error {
 	now := s.now()
-	due, err := s.Store.FindBookings(ctx, sqlstore.BookingFilter{StartBy: now})
-	if err != nil {
-		return err
-	}
-	for _, b := range due {
-		if err := s.startBooking(ctx, b); err != nil {
-			return fmt.Errorf("booking %d: %w", b.ID, err)
-		}
-	}
-	ending, err := s.Store.FindBookings(ctx, sqlstore.BookingFilter{EndBy: now})
-	if err != nil {
-		return err
-	}
-	for _, b := range ending {
-		if err := s.endBooking(ctx, b); err != nil {
-			return fmt.Errorf("booking %d: %w", b.ID, err)
-		}
-	}
+	// One read of the live bookings a tick (it runs every second); again
+	// only after starting some, whose status changed.
 	live, err := s.Store.FindBookings(ctx, sqlstore.BookingFilter{Live: true})
 	if err != nil {
 		return err
 	}
+	started := 0
 	for _, b := range live {
-		if b.Status != suanli.BookingRunning || b.InstanceID == 0 {
+		if b.Status == suanli.BookingBooked && !b.Start.After(now) {
+			if err := s.startBooking(ctx, b); err != nil {
+				return fmt.Errorf("booking %d: %w", b.ID, err)
+			}
+			started++
+		}
+	}
+	if started > 0 {
+		if live, err = s.Store.FindBookings(ctx, sqlstore.BookingFilter{Live: true}); err != nil {
+			return err
+		}
+	}
+	for _, b := range live {
+		if b.Status != suanli.BookingRunning {
+			continue
+		}
+		if !b.End.After(now) {
+			if err := s.endBooking(ctx, b); err != nil {
+				return fmt.Errorf("booking %d: %w", b.ID, err)
+			}
+			continue
+		}
+		if b.InstanceID == 0 {
 			continue
 		}
 		in, err := s.Store.FindInstanceByID(ctx, b.InstanceID, now)
