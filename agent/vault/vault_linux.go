@@ -196,6 +196,17 @@ func readMounts() (mountTable, error) {
 	return t, sc.Err()
 }
 
+// IsMountPoint reports whether path is a mount point now (an image's
+// mount, for callers that unmount it: tests, an operator's cleanup).
+func IsMountPoint(path string) (bool, error) {
+	t, err := readMounts()
+	if err != nil {
+		return false, err
+	}
+	_, ok := t[path]
+	return ok, nil
+}
+
 // containing returns the mount holding path (the longest mount point above it).
 func (t mountTable) containing(path string) mount {
 	for p := path; ; p = filepath.Dir(p) {

@@ -5,12 +5,10 @@
 package vaulttest
 
 import (
-	"bufio"
 	"crypto/rand"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/suanli/suanli/agent/vault"
@@ -71,18 +69,11 @@ func Unmount(tb testing.TB, dir string) {
 // Mounted reports whether path is a mount point.
 func Mounted(tb testing.TB, path string) bool {
 	tb.Helper()
-	f, err := os.Open("/proc/self/mountinfo")
+	ok, err := vault.IsMountPoint(path)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if fields := strings.Fields(sc.Text()); len(fields) > 4 && fields[4] == path {
-			return true
-		}
-	}
-	return false
+	return ok
 }
 
 // Key returns a random key.
