@@ -405,20 +405,32 @@ func lockHome(home string) (func(), error) {
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return nil, err
 	}
-	path := filepath.Join(home, "up.lock")
+	unlock, holder, err := tryLock(filepath.Join(home, "up.lock"))
+	if err == nil && unlock == nil {
+		err = suanli.Errorf(suanli.ECONFLICT, "another suanli is already running on home %s (pid %s): stop it, or pass --home DIR for a separate marketplace", home, holder)
+	}
+	return unlock, err
+}
+
+// tryLock takes an exclusive lock on the file at path (made 0600) without
+// waiting, and writes this process's pid in it. When another process holds
+// it, unlock is nil and holder is that process's pid, as it wrote it.
+func tryLock(path string) (unlock func(), holder string, err error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		b, _ := os.ReadFile(path)
 		f.Close()
-		pid := strings.TrimSpace(string(b))
-		return nil, suanli.Errorf(suanli.ECONFLICT, "another suanli is already running on home %s (pid %s): stop it, or pass --home DIR for a separate marketplace", home, pid)
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, "", err
+		}
+		b, _ := os.ReadFile(path)
+		return nil, strings.TrimSpace(string(b)), nil
 	}
 	f.Truncate(0)
 	f.WriteString(strconv.Itoa(os.Getpid()) + "\n")
-	return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+	return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, "", nil
 }
 
 func newServerCmd(a *app) *cobra.Command {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -67,17 +66,14 @@ is removed, or when the agent is gone and nothing runs.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			logger := newLogger()
-			lock, err := os.OpenFile(filepath.Join(dataDir, "watchdog.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+			unlock, holder, err := tryLock(filepath.Join(dataDir, "watchdog.lock"))
 			if err != nil {
 				return err
-			}
-			defer lock.Close()
-			if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); errors.Is(err, syscall.EWOULDBLOCK) {
-				logger.Info("another watchdog watches this data directory", "data_dir", dataDir)
+			} else if unlock == nil {
+				logger.Info("another watchdog watches this data directory", "data_dir", dataDir, "pid", holder)
 				return nil
-			} else if err != nil {
-				return err
 			}
+			defer unlock()
 			var fence func(ctx context.Context, grace time.Duration) (int, error)
 			switch runtime {
 			case "process":
