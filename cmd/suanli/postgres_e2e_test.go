@@ -2,7 +2,6 @@ package main_test
 
 import (
 	"context"
-	"net"
 	neturl "net/url"
 	"os"
 	"path/filepath"
@@ -26,12 +25,7 @@ import (
 func TestServerOnPostgres(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	dir := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	serverHome := filepath.Join(dir, "server")
 	serverArgs := []string{"server", "--home", serverHome, "--addr", addr, "--db", dsn, "--allow-simulated",
 		"--heartbeat", "1s", "--settle-every", "200ms"}
@@ -54,13 +48,8 @@ func TestServerOnPostgres(t *testing.T) {
 	ctx := t.Context()
 
 	// A provider's agent joins and lists its GPU.
-	tok, err := op.CreateJoinToken(ctx, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
 	agentHome := filepath.Join(dir, "agent")
-	startProc(t, filepath.Join(dir, "agent.log"), regexp.MustCompile(`agent running for machine (\d+)`), "agent", "--home", agentHome,
-		"--server", url, "--join-token", tok.Token, "--runtime", "process", "--fake-gpus", "RTX 4090:1", "--ssh-addr", "off")
+	joinAgent(t, op, url, agentHome, filepath.Join(dir, "agent.log"))
 	ms, _, err := op.FindMachines(ctx, suanli.MachineFilter{})
 	if err != nil || len(ms) != 1 {
 		t.Fatalf("machines after join = %d (%v), want 1", len(ms), err)

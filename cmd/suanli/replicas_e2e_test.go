@@ -112,15 +112,9 @@ func TestThreeReplicasOnePostgres(t *testing.T) {
 
 	// An agent syncs with a survivor; its machine is listed and rented on the leader.
 	home := survivors[0]
-	agentReady := regexp.MustCompile(`agent running for machine (\d+)`)
 	startAgent := func(i int) int64 {
-		tok, err := clients[home].CreateJoinToken(ctx, time.Hour)
-		if err != nil {
-			t.Fatal(err)
-		}
 		agentHome := filepath.Join(dir, fmt.Sprintf("agent%d", i))
-		startProc(t, filepath.Join(dir, fmt.Sprintf("agent%d.log", i)), agentReady, "agent", "--home", agentHome,
-			"--server", urls[home], "--join-token", tok.Token, "--runtime", "process", "--fake-gpus", "RTX 4090:1", "--ssh-addr", "off")
+		joinAgent(t, clients[home], urls[home], agentHome, filepath.Join(dir, fmt.Sprintf("agent%d.log", i)))
 		var as struct {
 			MachineID int64 `json:"machine_id"`
 		}

@@ -41,6 +41,35 @@ func startProc(t *testing.T, logPath string, ready *regexp.Regexp, args ...strin
 	return p
 }
 
+// freeAddr returns a loopback address nothing listens on now (for a server
+// started later on it).
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// agentReady matches the line `suanli agent` prints once it has joined.
+var agentReady = regexp.MustCompile(`agent running for machine (\d+)`)
+
+// joinAgent has op make a join token and starts `suanli agent` on home with
+// the process runtime, one simulated RTX 4090 and no SSH endpoint against
+// url, logging to logPath; extra flags follow.
+func joinAgent(t *testing.T, op *shttp.Client, url, home, logPath string, extra ...string) *proc {
+	t.Helper()
+	tok, err := op.CreateJoinToken(t.Context(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"agent", "--home", home, "--server", url, "--join-token", tok.Token, "--runtime", "process",
+		"--fake-gpus", "RTX 4090:1", "--ssh-addr", "off"}, extra...)
+	return startProc(t, logPath, agentReady, args...)
+}
+
 // start runs the process and waits until its stdout matches ready.
 func (p *proc) start(ready *regexp.Regexp) string {
 	p.t.Helper()
@@ -179,12 +208,7 @@ func billedContinuously(t *testing.T, c *shttp.Client, id int64, started time.Ti
 // failover grace, and is after it, with billing ended at its last heartbeat.
 func TestGracefulRestarts(t *testing.T) {
 	dir := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	const failoverGrace = 20 * time.Second
 	serverArgs := []string{"server", "--home", filepath.Join(dir, "server"), "--addr", addr, "--allow-simulated",
 		"--heartbeat", "1s", "--suspect-after", "3s", "--lost-after", "12s", "--failover-grace", failoverGrace.String(), "--settle-every", "200ms"}
@@ -206,18 +230,12 @@ func TestGracefulRestarts(t *testing.T) {
 		}
 	}()
 
-	agentReady := regexp.MustCompile(`agent running for machine (\d+)`)
 	agents := make([]*proc, 2)
 	homes := make([]string, 2)
 	machines := make([]int64, 2)
 	for i := range agents {
-		tok, err := op.CreateJoinToken(ctx, time.Hour)
-		if err != nil {
-			t.Fatal(err)
-		}
 		homes[i] = filepath.Join(dir, fmt.Sprintf("agent%d", i+1))
-		agents[i] = startProc(t, filepath.Join(dir, fmt.Sprintf("agent%d.log", i+1)), agentReady, "agent", "--home", homes[i],
-			"--server", url, "--join-token", tok.Token, "--runtime", "process", "--fake-gpus", "RTX 4090:1", "--ssh-addr", "off", "--fence-after", "9s")
+		agents[i] = joinAgent(t, op, url, homes[i], filepath.Join(dir, fmt.Sprintf("agent%d.log", i+1)), "--fence-after", "9s")
 		var st struct {
 			MachineID int64 `json:"machine_id"`
 		}

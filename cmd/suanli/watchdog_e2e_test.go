@@ -2,7 +2,6 @@ package main_test
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -21,12 +20,7 @@ import (
 // the host lost, and the agent, continued, reports it stopped.
 func TestWatchdogFencesStoppedAgent(t *testing.T) {
 	dir := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	const fenceAfter, lostAfter = 4 * time.Second, 12 * time.Second
 	startProc(t, filepath.Join(dir, "server.log"), regexp.MustCompile(`control plane at (\S+)`), "server", "--home", filepath.Join(dir, "server"),
 		"--addr", addr, "--allow-simulated", "--heartbeat", "1s", "--suspect-after", "3s", "--lost-after", lostAfter.String(), "--settle-every", "200ms")
@@ -38,14 +32,8 @@ func TestWatchdogFencesStoppedAgent(t *testing.T) {
 	}
 	op := shttp.NewClient(url, cfg.APIKey)
 	ctx := t.Context()
-	tok, err := op.CreateJoinToken(ctx, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
 	home := filepath.Join(dir, "agent")
-	ag := startProc(t, filepath.Join(dir, "agent.log"), regexp.MustCompile(`agent running for machine (\d+)`), "agent", "--home", home,
-		"--server", url, "--join-token", tok.Token, "--runtime", "process", "--fake-gpus", "RTX 4090:1", "--ssh-addr", "off",
-		"--fence-after", fenceAfter.String(), "--light-heartbeats=false")
+	ag := joinAgent(t, op, url, home, filepath.Join(dir, "agent.log"), "--fence-after", fenceAfter.String(), "--light-heartbeats=false")
 	defer func() {
 		if t.Failed() {
 			for _, f := range []string{"server.log", "agent.log", filepath.Join("agent", "agent", "watchdog.log")} {
